@@ -1,0 +1,289 @@
+"""scikit-learn estimators: thin wrappers over the solvers in :mod:`linlap.solvers`."""
+
+import numbers
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from .graph import KNNGraph
+from .solvers.laprls import laprls_linear
+
+__all__ = ["LapRLSClassifier"]
+
+#: k of the graph an estimator builds when none is given (capped at n - 1).
+DEFAULT_N_NEIGHBORS = KNNGraph().n_neighbors
+
+
+def _unlabeled_mask(y, marker):
+    """Boolean mask of the rows of ``y`` equal to ``marker``.
+
+    A marker of another type than the labels (e.g. -1 among string labels) never
+    matches; None and NaN markers are matched by identity / isnan.
+    """
+    if marker is None:
+        return np.array([v is None for v in y], dtype=bool)
+    is_num = isinstance(marker, numbers.Number)
+    if is_num and isinstance(marker, float) and np.isnan(marker):
+        return np.array([isinstance(v, numbers.Number) and v != v for v in y], dtype=bool)
+    if y.dtype.kind in "iufb":
+        return y == marker if is_num else np.zeros(len(y), dtype=bool)
+    if y.dtype.kind in "US":
+        return y == marker if isinstance(marker, (str, bytes)) else np.zeros(len(y), bool)
+
+    def same(v):
+        if is_num:
+            return isinstance(v, numbers.Number) and v == marker
+        return isinstance(v, type(marker)) and v == marker
+
+    return np.array([same(v) for v in y], dtype=bool)
+
+
+class _LinearLapClassifier(LinearClassifierMixin, BaseEstimator):
+    """Shared fit logic of the linear manifold-regularised classifiers.
+
+    Subclasses implement ``_solve(X, targets, labeled, unlabeled, graph, balance,
+    init)`` returning a :class:`~linlap.solvers.laprls.LinearSolution`.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- validation -----------------------------------------------------------------
+    def _check_params(self):
+        for name in ("gamma_A", "gamma_I"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        if self.gamma_A == 0 and self.gamma_I == 0:
+            raise ValueError("gamma_A and gamma_I cannot both be 0: the problem would be "
+                             "unregularised and, with few labels, singular.")
+        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
+            raise ValueError(f"tol must be > 0, got {self.tol!r}.")
+        if (not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool)
+                or self.max_iter < 1):
+            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
+        if self.graph is not None and not isinstance(self.graph, KNNGraph):
+            raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
+                             f"{type(self.graph).__name__}.")
+
+    def _check_labels(self, y):
+        unlabeled = _unlabeled_mask(y, self.unlabeled)
+        labeled_rows = np.flatnonzero(~unlabeled)
+        if labeled_rows.size == 0:
+            raise ValueError(
+                f"y has no labeled rows: every entry equals the unlabeled marker "
+                f"{self.unlabeled!r}. Label at least one row of each of two classes."
+            )
+        y_lab = y[labeled_rows]
+        if y_lab.dtype == object:
+            kinds = {type(v) for v in y_lab}
+            if len(kinds) > 1:
+                raise ValueError(f"y mixes label types {sorted(k.__name__ for k in kinds)}; "
+                                 f"use one type (the unlabeled marker is {self.unlabeled!r}).")
+        check_classification_targets(y_lab)
+        classes, y_idx = np.unique(y_lab, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                f"The labeled rows contain a single class ({classes[0]!r}); a classifier "
+                f"needs at least two classes among the labeled rows (1 class found)."
+            )
+        return labeled_rows, np.flatnonzero(unlabeled), classes, y_idx
+
+    def _balance_targets(self, classes, y_idx, n_unlabeled):
+        """Wanted mean decision value r per target column, or None."""
+        prior = self.class_prior
+        if prior is None:
+            return None
+        if n_unlabeled == 0:
+            raise ValueError("class_prior needs unlabeled rows to constrain, but every row "
+                             "of y is labeled; use class_prior=None.")
+        if isinstance(prior, str):
+            if prior != "labeled":
+                raise ValueError(f"class_prior must be None, 'labeled' or class proportions, "
+                                 f"got {prior!r}.")
+            pi = np.bincount(y_idx, minlength=classes.size) / y_idx.size
+        else:
+            if isinstance(prior, dict):
+                missing = [c for c in classes if c not in prior]
+                if missing:
+                    raise ValueError(f"class_prior has no proportion for classes {missing}.")
+                pi = np.array([prior[c] for c in classes], dtype=float)
+            else:
+                pi = np.asarray(prior, dtype=float).ravel()
+            if pi.shape != (classes.size,) or not np.all(np.isfinite(pi)) or np.any(pi < 0) \
+                    or np.any(pi > 1) or not np.isclose(pi.sum(), 1.0, atol=1e-6):
+                raise ValueError(
+                    f"class_prior must give one proportion in [0, 1] per class "
+                    f"({classes.size} classes, in the order of classes_), summing to 1; "
+                    f"got {prior!r}."
+                )
+        r = 2.0 * pi - 1.0
+        return r[1:] if classes.size == 2 else r
+
+    def _fit_graph(self, X):
+        n = X.shape[0]
+        if self.graph is None:
+            if n < 2:
+                raise ValueError(f"Found n_samples = {n}: the graph needs at least 2 rows.")
+            return KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n - 1)).fit(X)
+        graph = clone(self.graph)  # a fitted graph clones to itself: shared, not rebuilt
+        if getattr(graph, "adjacency_", None) is not None and hasattr(graph, "n_samples_fit_"):
+            if graph.n_samples_fit_ != n:
+                raise ValueError(
+                    f"The prebuilt graph was built on {graph.n_samples_fit_} rows but X has "
+                    f"{n}; pass the X the graph was built on (labeled and unlabeled rows)."
+                )
+            return graph
+        return graph.fit(X)
+
+    # -- fit --------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit on labeled and unlabeled rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            All training documents, labeled and unlabeled (CSR is used as is).
+        y : array-like of shape (n_samples,)
+            Labels; rows equal to ``unlabeled`` (default -1) are unlabeled.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             ensure_min_samples=2)
+        if sp.issparse(X):
+            X.sort_indices()
+        labeled_rows, unlabeled_rows, classes, y_idx = self._check_labels(y)
+        balance = self._balance_targets(classes, y_idx, unlabeled_rows.size)
+
+        graph = self._fit_graph(X)
+        if classes.size == 2:
+            targets = np.where(y_idx == 1, 1.0, -1.0)[:, None]
+        else:
+            targets = np.full((y_idx.size, classes.size), -1.0)
+            targets[np.arange(y_idx.size), y_idx] = 1.0
+
+        init = None
+        if self.warm_start and getattr(self, "_solution", None) is not None:
+            prev = self._solution
+            if prev.coef.shape == (targets.shape[1], X.shape[1]):
+                init = prev
+        sol = self._solve(X, targets, labeled_rows, unlabeled_rows, graph, balance, init)
+        if not (np.all(np.isfinite(sol.coef)) and np.all(np.isfinite(sol.intercept))):
+            raise ValueError("The solver produced non-finite coefficients; check that X has "
+                             "no extreme values and that gamma_A, gamma_I are not tiny.")
+
+        self.classes_ = classes
+        self.coef_ = sol.coef
+        self.intercept_ = sol.intercept
+        self.n_iter_ = sol.n_iter
+        self.graph_ = graph
+        self._solution = sol
+        F = sol.decision
+        pred = (F[:, 0] > 0).astype(int) if classes.size == 2 else F.argmax(axis=1)
+        pred[labeled_rows] = y_idx
+        self.transduction_ = classes[pred]
+        return self
+
+    def _progress_callback(self, name):
+        if not self.verbose:
+            return None
+
+        def report(iteration, residual):
+            if iteration == 1 or iteration % 10 == 0:
+                print(f"[{name}] iteration {iteration}: relative residual {residual:.3e}",
+                      file=sys.stderr)
+        return report
+
+
+class LapRLSClassifier(_LinearLapClassifier):
+    """Linear Laplacian regularised least squares (seed 004 §4.1).
+
+    Fits ``f(x) = w·x + b`` on labeled and unlabeled rows by minimising, per class
+    (one-vs-rest, ±1 targets; a single column for binary problems),
+
+        J(w, b) = (1/l) Σ_{i labeled} (y_i − f(x_i))² + γ_A ‖w‖² + γ_I s fᵀ L^p f
+
+    where ``f`` stacks the decision values of all n training rows, ``L^p`` is the
+    graph Laplacian of :class:`~linlap.KNNGraph` raised to its ``power`` and
+    ``s = 1/trace(L)`` keeps a good ``γ_I`` from drifting with n and k. The bias is
+    not penalised. The normal equations are solved by conjugate gradients through
+    products with X — ``XᵀLX`` is never formed — with all classes in one batched solve.
+
+    Parameters
+    ----------
+    gamma_A : float, default=1e-4
+        Weight γ_A of the ambient (ridge) penalty ``‖w‖²``.
+    gamma_I : float, default=1.0
+        Weight γ_I of the intrinsic (graph smoothness) penalty.
+    graph : KNNGraph or None, default=None
+        The document graph. None builds ``KNNGraph()`` on X (with k capped at n − 1).
+        An unfitted KNNGraph is fitted on X (a copy; the parameter is not changed);
+        a fitted one is reused as is — build it once on all training rows and pass it
+        to as many estimators as you like.
+    class_prior : None, 'labeled', array-like or dict, default=None
+        Class-balance constraint: pin the mean decision value over the unlabeled
+        rows to ``2π_c − 1`` for each class c (one-vs-rest targets). None: off;
+        'labeled': π from the labeled rows' class proportions; otherwise the
+        proportions in the order of ``classes_`` (or a dict class → proportion).
+    unlabeled : object, default=-1
+        The value of ``y`` that marks an unlabeled row (e.g. ``''`` or None for
+        string labels, or any value that is not a class).
+    fit_intercept : bool, default=True
+        Fit the unpenalised bias b.
+    tol : float, default=1e-6
+        CG stops when the relative residual of the normal equations is below tol.
+    max_iter : int, default=1000
+        Maximum CG iterations.
+    warm_start : bool, default=False
+        Start CG from the previous fit's solution (same shapes).
+    verbose : int, default=0
+        Print CG progress to stderr.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : int
+        CG iterations of the last fit.
+    transduction_ : ndarray of shape (n_samples,)
+        Labels of the training rows: the given label for labeled rows, the
+        prediction for unlabeled ones.
+    graph_ : KNNGraph
+        The fitted graph used.
+    n_features_in_ : int
+    """
+
+    def __init__(self, gamma_A=1e-4, gamma_I=1.0, *, graph=None, class_prior=None,
+                 unlabeled=-1, fit_intercept=True, tol=1e-6, max_iter=1000,
+                 warm_start=False, verbose=0):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.graph = graph
+        self.class_prior = class_prior
+        self.unlabeled = unlabeled
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
+        return laprls_linear(
+            X, targets, labeled_rows, graph.laplacian_matvec,
+            gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_,
+            balance=balance, unlabeled_rows=unlabeled_rows,
+            fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
+            init=init, callback=self._progress_callback("LapRLS"),
+        )

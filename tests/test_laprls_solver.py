@@ -1,0 +1,158 @@
+"""The LapRLS CG solver against dense direct solves of the documented objective."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from linlap.solvers import batched_cg, laprls_linear
+
+
+def random_problem(n=40, d=12, l=10, k=1, density=0.4, seed=0, sparse=True):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, random_state=rng, format="csr")
+    X.data = rng.standard_normal(X.data.size)
+    if not sparse:
+        X = X.toarray()
+    W = sp.random(n, n, density=0.15, random_state=rng)
+    W = ((W + W.T) * 0.5).toarray()
+    np.fill_diagonal(W, 0)
+    L = np.diag(W.sum(1)) - W
+    labeled = rng.choice(n, l, replace=False)
+    T = rng.choice([-1.0, 1.0], size=(l, k))
+    return X, L, labeled, T
+
+
+def dense_objective(Xd, L, labeled, y, w, b, gamma_A, gamma_I, s):
+    f = Xd @ w + b
+    return (np.mean((y - f[labeled]) ** 2) + gamma_A * w @ w + gamma_I * s * f @ L @ f)
+
+
+def dense_solution(Xd, Lp, labeled, T, gamma_A, gamma_I, s, c=None, r=None):
+    """Minimiser of J by its dense normal equations (KKT system with a constraint)."""
+    n, d = Xd.shape
+    Xt = np.hstack([Xd, np.ones((n, 1))])
+    l = len(labeled)
+    reg = np.diag(np.r_[np.full(d, gamma_A), 0.0])
+    H = Xt[labeled].T @ Xt[labeled] / l + reg + gamma_I * s * Xt.T @ Lp @ Xt
+    G = Xt[labeled].T @ T / l
+    if c is None:
+        return np.linalg.solve(H, G)
+    K = np.block([[2 * H, c[:, None]], [c[None, :], np.zeros((1, 1))]])
+    out = []
+    for j in range(T.shape[1]):
+        sol = np.linalg.solve(K, np.r_[2 * G[:, j], r[j]])
+        out.append(sol[:-1])
+    return np.array(out).T
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("power", [1, 3])
+def test_matches_dense_solve(sparse, k, power):
+    X, L, labeled, T = random_problem(k=k, sparse=sparse)
+    Xd = X.toarray() if sp.issparse(X) else X
+    s = 1.0 / np.trace(L)
+    Lp = np.linalg.matrix_power(L, power)
+    gA, gI = 1e-2, 5.0
+    sol = laprls_linear(X, T, labeled, lambda F: Lp @ F, gamma_A=gA, gamma_I=gI, scale=s,
+                        tol=1e-12, max_iter=500)
+    Z = dense_solution(Xd, Lp, labeled, T, gA, gI, s)
+    assert sol.converged
+    np.testing.assert_allclose(sol.coef, Z[:-1].T, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(sol.intercept, Z[-1], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(sol.decision, Xd @ Z[:-1] + Z[-1], rtol=1e-6, atol=1e-9)
+    # the solution is the minimiser: J is larger at random perturbations of it
+    for j in range(k):
+        w, b = sol.coef[j], sol.intercept[j]
+        J0 = dense_objective(Xd, Lp, labeled, T[:, j], w, b, gA, gI, s)
+        rng = np.random.default_rng(j)
+        for _ in range(5):
+            dw = rng.standard_normal(w.size) * 1e-3
+            assert dense_objective(Xd, Lp, labeled, T[:, j], w + dw, b + 1e-3, gA, gI, s) > J0
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_gradient_vanishes(sparse):
+    X, L, labeled, T = random_problem(k=2, sparse=sparse, seed=3)
+    Xd = X.toarray() if sp.issparse(X) else X
+    s = 1.0 / np.trace(L)
+    gA, gI = 1e-3, 2.0
+    sol = laprls_linear(X, T, labeled, lambda F: L @ F, gamma_A=gA, gamma_I=gI, scale=s,
+                        tol=1e-12)
+    l = len(labeled)
+    for j in range(2):
+        w, b = sol.coef[j], sol.intercept[j]
+        f = Xd @ w + b
+        resid = np.zeros_like(f)
+        resid[labeled] = f[labeled] - T[:, j]
+        Lf = L @ f
+        grad_w = 2 / l * Xd.T @ resid + 2 * gA * w + 2 * gI * s * Xd.T @ Lf
+        grad_b = 2 / l * resid.sum() + 2 * gI * s * Lf.sum()
+        assert np.linalg.norm(grad_w) < 1e-8
+        assert abs(grad_b) < 1e-8
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("k", [1, 3])
+def test_class_balance_constraint_matches_kkt(sparse, k):
+    X, L, labeled, T = random_problem(k=k, sparse=sparse, seed=5)
+    Xd = X.toarray() if sp.issparse(X) else X
+    n = X.shape[0]
+    unl = np.setdiff1d(np.arange(n), labeled)
+    s = 1.0 / np.trace(L)
+    r = np.linspace(-0.5, 0.3, k)
+    gA, gI = 1e-2, 1.0
+    sol = laprls_linear(X, T, labeled, lambda F: L @ F, gamma_A=gA, gamma_I=gI, scale=s,
+                        balance=r, unlabeled_rows=unl, tol=1e-12)
+    c = np.r_[Xd[unl].mean(axis=0), 1.0]
+    Z = dense_solution(Xd, L, labeled, T, gA, gI, s, c=c, r=r)
+    np.testing.assert_allclose(sol.coef, Z[:-1].T, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(sol.intercept, Z[-1], rtol=1e-6, atol=1e-9)
+    # the constraint holds: mean decision over the unlabeled rows equals r
+    np.testing.assert_allclose(sol.decision[unl].mean(axis=0), r, atol=1e-9)
+
+
+def test_no_intercept_matches_dense():
+    X, L, labeled, T = random_problem(seed=7)
+    Xd = X.toarray()
+    s = 1.0 / np.trace(L)
+    sol = laprls_linear(X, T, labeled, lambda F: L @ F, gamma_A=0.1, gamma_I=1.0, scale=s,
+                        fit_intercept=False, tol=1e-12)
+    l = len(labeled)
+    H = Xd[labeled].T @ Xd[labeled] / l + 0.1 * np.eye(Xd.shape[1]) + s * Xd.T @ L @ Xd
+    w = np.linalg.solve(H, Xd[labeled].T @ T[:, 0] / l)
+    np.testing.assert_allclose(sol.coef[0], w, rtol=1e-6, atol=1e-10)
+    assert sol.intercept[0] == 0
+
+
+def test_warm_start_takes_fewer_iterations():
+    X, L, labeled, T = random_problem(n=80, d=30, l=20, k=2, seed=11)
+    s = 1.0 / np.trace(L)
+    kw = dict(gamma_A=1e-3, gamma_I=3.0, scale=s, tol=1e-10)
+    cold = laprls_linear(X, T, labeled, lambda F: L @ F, **kw)
+    kw2 = dict(kw, gamma_I=3.3)
+    cold2 = laprls_linear(X, T, labeled, lambda F: L @ F, **kw2)
+    warm2 = laprls_linear(X, T, labeled, lambda F: L @ F, init=cold, **kw2)
+    assert warm2.n_iter < cold2.n_iter
+    np.testing.assert_allclose(warm2.coef, cold2.coef, rtol=1e-6, atol=1e-9)
+
+
+def test_batched_cg_matches_independent_solves_and_warns():
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((30, 30))
+    A = M @ M.T + 0.5 * np.eye(30)
+    B = rng.standard_normal((30, 4))
+    B[:, 2] = 0.0  # a zero right-hand side is solved by zero
+    X, info = batched_cg(lambda P: A @ P, B, tol=1e-12, max_iter=500)
+    np.testing.assert_allclose(X, np.linalg.solve(A, B), rtol=1e-8, atol=1e-10)
+    assert info.converged.all() and np.all(X[:, 2] == 0)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        _, info = batched_cg(lambda P: A @ P, B, tol=1e-12, max_iter=2)
+    assert not info.converged.all() and info.n_iter == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x, _ = batched_cg(lambda P: A @ P, B[:, 0], tol=1e-10, max_iter=500)
+    assert x.shape == (30,)
