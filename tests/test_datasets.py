@@ -1,0 +1,234 @@
+"""Tests of linlap.datasets: the bundled PCMAC corpus, archive loaders, mask_labels."""
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from linlap.datasets import load_20newsgroups, load_imdb, load_pcmac, mask_labels
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+NEWS_ARCHIVE = SHARED_DATA / "20news-bydate.tar.gz"
+IMDB_ARCHIVE = SHARED_DATA / "aclImdb_v1_text.tar.xz"
+
+PCMAC_NAMES = ["comp.sys.ibm.pc.hardware", "comp.sys.mac.hardware"]
+
+
+# --------------------------------------------------------------------------- PCMAC
+
+
+def test_pcmac_counts_per_class_and_split():
+    b = load_pcmac()
+    assert b.target_names == PCMAC_NAMES
+    assert len(b.data) == len(b.target) == len(b.subset) == len(b.ids) == 1945
+    assert b.target.dtype == np.int64
+    counts = Counter(zip(b.subset.tolist(), b.target.tolist()))
+    assert counts == {("train", 0): 590, ("train", 1): 578, ("test", 0): 392, ("test", 1): 385}
+    # train first, then test; ids unique
+    assert (b.subset[:1168] == "train").all() and (b.subset[1168:] == "test").all()
+    assert len(set(b.ids.tolist())) == 1945
+    assert "PCMAC" in b.DESCR and "sha256=" in b.DESCR
+
+
+def test_pcmac_texts_are_nonempty_str():
+    b = load_pcmac()
+    assert all(isinstance(t, str) and t.strip() for t in b.data)
+    # full posts, headers included
+    assert all("From:" in t.split("\n\n", 1)[0] for t in b.data)
+    assert len(set(b.data)) == 1945  # no exact duplicates
+
+
+@pytest.mark.parametrize("subset, n, n0, n1", [("train", 1168, 590, 578), ("test", 777, 392, 385)])
+def test_pcmac_subset_filtering(subset, n, n0, n1):
+    full = load_pcmac("all")
+    b = load_pcmac(subset)
+    assert len(b.data) == n
+    assert (b.subset == subset).all()
+    assert np.bincount(b.target).tolist() == [n0, n1]
+    sel = full.subset == subset
+    assert b.data == [t for t, s in zip(full.data, sel) if s]
+    np.testing.assert_array_equal(b.target, full.target[sel])
+    np.testing.assert_array_equal(b.ids, full.ids[sel])
+
+
+def test_pcmac_returns_fresh_copies():
+    a = load_pcmac()
+    a.data[0] = "changed"
+    a.target[:] = 7
+    a.subset[:] = "x"
+    b = load_pcmac()
+    assert b.data[0] != "changed"
+    assert set(b.target.tolist()) == {0, 1}
+    assert set(b.subset.tolist()) == {"train", "test"}
+    assert b.target.flags.writeable
+
+
+@pytest.mark.parametrize("subset", ["validation", "", None, "ALL"])
+def test_pcmac_bad_subset(subset):
+    with pytest.raises(ValueError, match="subset"):
+        load_pcmac(subset)
+
+
+# --------------------------------------------------------------------------- mask_labels
+
+
+def test_mask_labels_deterministic_for_fixed_seed():
+    y = load_pcmac().target
+    a = mask_labels(y, 20, random_state=42)
+    b = mask_labels(y, 20, random_state=42)
+    np.testing.assert_array_equal(a, b)
+    c = mask_labels(y, 20, random_state=43)
+    assert not np.array_equal(a, c)
+    np.testing.assert_array_equal(
+        mask_labels(y, 3, per_class=True, random_state=0),
+        mask_labels(y, 3, per_class=True, random_state=0),
+    )
+
+
+def test_mask_labels_basic_properties():
+    y = load_pcmac().target
+    ym = mask_labels(y, 20, random_state=0)
+    assert ym is not y and ym.dtype == y.dtype and ym.shape == y.shape
+    kept = ym != -1
+    assert kept.sum() == 20
+    np.testing.assert_array_equal(ym[kept], y[kept])  # kept rows keep their label
+    assert set(np.unique(ym).tolist()) == {-1, 0, 1}
+    assert set(y.tolist()) == {0, 1}  # input untouched
+
+
+def test_mask_labels_per_class_counts():
+    y = np.repeat([0, 1, 2, 3], [10, 20, 5, 40])
+    ym = mask_labels(y, 4, per_class=True, random_state=1)
+    assert ym.dtype == y.dtype
+    assert Counter(ym.tolist()) == {-1: 75 - 16, 0: 4, 1: 4, 2: 4, 3: 4}
+    kept = ym != -1
+    np.testing.assert_array_equal(ym[kept], y[kept])
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_mask_labels_every_class_present(seed):
+    # one very rare class: a plain uniform draw of 4 would miss it most of the time
+    y = np.array([0] * 500 + [1] * 300 + [2] * 2 + [3] * 1)
+    ym = mask_labels(y, 4, random_state=seed)
+    assert (ym != -1).sum() == 4
+    assert set(ym[ym != -1].tolist()) == {0, 1, 2, 3}
+
+
+def test_mask_labels_draw_covers_all_rows():
+    # the extra rows beyond one per class are drawn from all rows, not only some
+    y = np.array([0, 1] * 10)
+    hits = np.zeros(len(y), dtype=int)
+    for seed in range(200):
+        hits += mask_labels(y, 5, random_state=seed) != -1
+    assert (hits > 0).all()
+
+
+def test_mask_labels_string_and_float_labels():
+    y = np.array(["ibm", "mac", "ibm", "mac", "mac"])
+    ym = mask_labels(y, 2, random_state=0)
+    assert ym.dtype == object
+    assert sorted(v for v in ym if v != -1) == ["ibm", "mac"]
+    ys = mask_labels(y, 2, random_state=0, unlabeled="?")
+    assert sorted(v for v in ys if v != "?") == ["ibm", "mac"]
+
+    yf = np.array([0.0, 1.0, 0.0, 1.0])
+    yfm = mask_labels(yf, 2, random_state=0)
+    assert yfm.dtype == yf.dtype and (yfm == -1).sum() == 2
+
+    yi = np.array([3, 4, 3, 4], dtype=np.int32)
+    assert mask_labels(yi, 2, random_state=0).dtype == np.int32
+
+
+def test_mask_labels_respects_already_unlabeled_rows():
+    y = np.array([0, 1, -1, -1, 0, 1])
+    ym = mask_labels(y, 2, random_state=0)
+    assert (ym[[2, 3]] == -1).all()
+    assert sorted(ym[ym != -1].tolist()) == [0, 1]
+    with pytest.raises(ValueError, match="exceeds"):
+        mask_labels(y, 5)
+
+
+def test_mask_labels_random_state_instance():
+    y = np.arange(10) % 2
+    rs = np.random.RandomState(0)
+    a = mask_labels(y, 3, random_state=rs)
+    b = mask_labels(y, 3, random_state=rs)  # generator advanced
+    assert (a != -1).sum() == (b != -1).sum() == 3
+
+
+def test_mask_labels_errors():
+    y = np.array([0, 0, 0, 1, 1])
+    with pytest.raises(ValueError, match="at least 1"):
+        mask_labels(y, 0)
+    with pytest.raises(ValueError, match="at least 1"):
+        mask_labels(y, -3)
+    with pytest.raises(ValueError, match="exceeds"):
+        mask_labels(y, 6)
+    with pytest.raises(ValueError, match="exceeds"):
+        mask_labels(y, 3, per_class=True)  # class 1 has only 2 rows
+    with pytest.raises(ValueError, match="integer"):
+        mask_labels(y, 2.5)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        mask_labels(y.reshape(-1, 1), 2)
+    # the limits themselves are fine
+    assert (mask_labels(y, 5, random_state=0) != -1).all()
+    assert (mask_labels(y, 2, per_class=True, random_state=0) != -1).sum() == 4
+
+
+# --------------------------------------------------------------------------- archives
+
+
+def test_load_20newsgroups_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_20newsgroups(tmp_path / "nope.tar.gz")
+    with pytest.raises(FileNotFoundError):
+        load_imdb(tmp_path / "nope.tar.xz")
+
+
+@pytest.mark.skipif(not NEWS_ARCHIVE.is_file(), reason=f"{NEWS_ARCHIVE} not available")
+def test_load_20newsgroups_matches_pcmac():
+    b = load_20newsgroups(NEWS_ARCHIVE, subset="all", categories=PCMAC_NAMES[::-1])
+    p = load_pcmac()
+    assert b.target_names == PCMAC_NAMES  # sorted
+    assert b.data == p.data
+    np.testing.assert_array_equal(b.target, p.target)
+    np.testing.assert_array_equal(b.subset, p.subset)
+    np.testing.assert_array_equal(b.ids, p.ids)
+
+    test = load_20newsgroups(NEWS_ARCHIVE, subset="test", categories=PCMAC_NAMES)
+    assert len(test.data) == 777 and (test.subset == "test").all()
+
+
+@pytest.mark.skipif(not NEWS_ARCHIVE.is_file(), reason=f"{NEWS_ARCHIVE} not available")
+def test_load_20newsgroups_full_and_errors():
+    b = load_20newsgroups(NEWS_ARCHIVE, subset="train")
+    assert len(b.data) == 11314 and len(b.target_names) == 20
+    assert b.target_names == sorted(b.target_names)
+    assert b.target.min() == 0 and b.target.max() == 19
+    with pytest.raises(ValueError, match="categories"):
+        load_20newsgroups(NEWS_ARCHIVE, categories=["no.such.group"])
+    with pytest.raises(ValueError, match="subset"):
+        load_20newsgroups(NEWS_ARCHIVE, subset="unsup")
+
+
+def test_load_imdb_bad_subset():
+    with pytest.raises(ValueError, match="subset"):
+        load_imdb("whatever.tar.xz", subset="all")
+
+
+@pytest.mark.skipif(not IMDB_ARCHIVE.is_file(), reason=f"{IMDB_ARCHIVE} not available")
+def test_load_imdb_test_subset():
+    # one sequential pass over the archive, ~10 s
+    b = load_imdb(IMDB_ARCHIVE, subset="test")
+    assert len(b.data) == 25000
+    assert b.target_names == ["neg", "pos"]
+    assert np.bincount(b.target).tolist() == [12500, 12500]
+    assert (b.subset == "test").all()
+    assert all(isinstance(t, str) and t for t in b.data[:50])
+    # ordered by (class, numeric id): negatives first, ids 0, 1, 2, ...
+    assert b.target[0] == 0 and b.target[-1] == 1
+    assert [i.split("_")[0] for i in b.ids[:3]] == ["0", "1", "2"]
+    # rating in the file name agrees with the label
+    ratings = np.array([int(i.split("_")[1]) for i in b.ids])
+    assert (ratings[b.target == 0] <= 4).all() and (ratings[b.target == 1] >= 7).all()
