@@ -1,0 +1,266 @@
+"""LapRLSClassifier: dense-reference correctness, conventions, bad input."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.feature_selection import SelectFromModel
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from linlap import KNNGraph, LapRLSClassifier
+from linlap.datasets import load_pcmac, mask_labels
+
+from reference import dense_solution
+
+
+def blobs(n=60, d=8, n_classes=2, seed=0, sparse=True):
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((n_classes, d)) * 3
+    y = rng.integers(0, n_classes, n)
+    X = np.abs(centers[y] + rng.standard_normal((n, d)))
+    X[rng.random((n, d)) < 0.3] = 0.0
+    X[:, 0] += 0.1  # no empty rows
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+def semi(y, n_labeled, seed=0):
+    return mask_labels(y, n_labeled, random_state=seed)
+
+
+def reference_coef(X, y_semi, graph, gamma_A, gamma_I, classes, prior=None):
+    """Dense solution of the documented objective, one-vs-rest as the estimator does."""
+    Xd = X.toarray() if sp.issparse(X) else np.asarray(X, float)
+    lab = np.flatnonzero(y_semi != -1)
+    unl = np.flatnonzero(y_semi == -1)
+    idx = np.searchsorted(classes, y_semi[lab])
+    if len(classes) == 2:
+        T = np.where(idx == 1, 1.0, -1.0)[:, None]
+    else:
+        T = -np.ones((len(lab), len(classes)))
+        T[np.arange(len(lab)), idx] = 1
+    Lp = graph.laplacian_matrix(power=graph.power).toarray()
+    s = 1.0 / np.trace(graph.laplacian_matrix(power=1).toarray())
+    c = r = None
+    if prior is not None:
+        pi = np.bincount(idx, minlength=len(classes)) / len(idx) \
+            if isinstance(prior, str) else np.asarray(prior)
+        r = 2 * pi - 1
+        r = r[1:] if len(classes) == 2 else r
+        c = np.r_[Xd[unl].mean(axis=0), 1.0]
+    Z = dense_solution(Xd, Lp, lab, T, gamma_A, gamma_I, s, c=c, r=r)
+    return Z[:-1].T, Z[-1]
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("prior", [None, "labeled", "explicit"])
+@pytest.mark.parametrize("normalized,power", [(True, 2), (False, 1)])
+def test_matches_dense_reference(sparse, n_classes, prior, normalized, power):
+    X, y = blobs(n_classes=n_classes, sparse=sparse, seed=n_classes)
+    y_semi = semi(y, 12, seed=1)
+    graph = KNNGraph(n_neighbors=5, normalized=normalized, power=power).fit(X)
+    if prior == "explicit":
+        prior = np.full(n_classes, 1.0 / n_classes)
+    clf = LapRLSClassifier(gamma_A=1e-2, gamma_I=3.0, graph=graph, class_prior=prior,
+                           tol=1e-12, max_iter=2000).fit(X, y_semi)
+    coef, intercept = reference_coef(X, y_semi, graph, 1e-2, 3.0, clf.classes_, prior)
+    np.testing.assert_allclose(clf.coef_, coef, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(clf.intercept_, intercept, rtol=1e-6, atol=1e-9)
+    expected_rows = 1 if n_classes == 2 else n_classes
+    assert clf.coef_.shape == (expected_rows, X.shape[1])
+    assert clf.intercept_.shape == (expected_rows,)
+    if prior is not None:
+        # the class-balance constraint holds on the unlabeled rows
+        unl = y_semi == -1
+        f = np.atleast_2d(clf.decision_function(X[unl]).T).T
+        target = 2 * (np.bincount(np.searchsorted(clf.classes_, y_semi[~unl]),
+                                  minlength=n_classes) / (~unl).sum()) - 1 \
+            if isinstance(prior, str) else 2 * np.asarray(prior) - 1
+        target = target[1:] if n_classes == 2 else target
+        np.testing.assert_allclose(f.mean(axis=0), target, atol=1e-8)
+
+
+def test_string_labels_and_markers():
+    X, y = blobs(n_classes=3, seed=4)
+    names = np.array(["ant", "bee", "cat"])[y].astype(object)
+    y_semi = names.copy()
+    y_semi[semi(y, 10) == -1] = ""
+    clf = LapRLSClassifier(unlabeled="").fit(X, y_semi)
+    assert set(clf.classes_) == {"ant", "bee", "cat"}
+    assert set(clf.predict(X)) <= set(clf.classes_)
+    y_none = names.copy()
+    y_none[semi(y, 10) == -1] = None
+    clf2 = LapRLSClassifier(unlabeled=None).fit(X, y_none)
+    np.testing.assert_allclose(clf2.coef_, clf.coef_)
+    # -1 may be a real class when another marker names the unlabeled rows
+    y_pm = np.where(y == 0, -1, 1)
+    y_pm_semi = np.where(semi(y, 10) == -1, 0, y_pm)
+    clf3 = LapRLSClassifier(unlabeled=0).fit(X, y_pm_semi)
+    assert list(clf3.classes_) == [-1, 1]
+
+
+def test_transduction_and_attributes():
+    X, y = blobs(n_classes=3, seed=2)
+    y_semi = semi(y, 15)
+    clf = LapRLSClassifier().fit(X, y_semi)
+    lab = y_semi != -1
+    assert clf.transduction_.shape == y.shape
+    np.testing.assert_array_equal(clf.transduction_[lab], y_semi[lab])
+    np.testing.assert_array_equal(clf.transduction_[~lab], clf.predict(X[~lab]))
+    assert clf.n_iter_ >= 1 and clf.n_features_in_ == X.shape[1]
+    assert isinstance(clf.graph_, KNNGraph)
+    assert clf.score(X, y) > 0.8
+
+
+def test_prebuilt_graph_is_shared_not_rebuilt():
+    X, y = blobs(seed=3)
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    a = LapRLSClassifier(graph=graph)
+    b = clone(a)
+    assert b.graph is graph
+    b.fit(X, semi(y, 10))
+    assert b.graph_ is graph
+    # an unfitted graph parameter is fitted on a copy, never changed itself
+    unfitted = KNNGraph(n_neighbors=5)
+    c = LapRLSClassifier(graph=unfitted).fit(X, semi(y, 10))
+    assert not hasattr(unfitted, "adjacency_") and c.graph_ is not unfitted
+    with pytest.raises(ValueError, match="built on 60 rows but X has 59"):
+        LapRLSClassifier(graph=graph).fit(X[:59], semi(y, 10)[:59])
+
+
+def test_warm_start_fewer_iterations_same_model():
+    X, y = blobs(n=120, d=30, n_classes=3, seed=5)
+    y_semi = semi(y, 20)
+    graph = KNNGraph(n_neighbors=6).fit(X)
+    clf = LapRLSClassifier(gamma_I=1.0, graph=graph, warm_start=True, tol=1e-10).fit(X, y_semi)
+    clf.set_params(gamma_I=1.1).fit(X, y_semi)
+    warm_iter = clf.n_iter_
+    cold = LapRLSClassifier(gamma_I=1.1, graph=graph, tol=1e-10).fit(X, y_semi)
+    assert warm_iter < cold.n_iter_
+    np.testing.assert_allclose(clf.coef_, cold.coef_, rtol=1e-6, atol=1e-9)
+
+
+def test_pipeline_pickle_and_select_from_model():
+    data = load_pcmac("train")
+    order = np.random.default_rng(0).permutation(len(data.data))  # the corpus is sorted by class
+    texts = [data.data[i] for i in order[:300]]
+    held_out = [data.data[i] for i in order[300:400]]
+    y_semi = mask_labels(data.target[order[:300]], 30, random_state=0)
+    pipe = make_pipeline(TfidfVectorizer(sublinear_tf=True, min_df=2), LapRLSClassifier())
+    pipe.fit(texts, y_semi)
+    pred = pipe.predict(held_out)
+    assert pred.shape == (100,)
+    assert np.mean(pred == data.target[order[300:400]]) > 0.6
+    again = pickle.loads(pickle.dumps(pipe))
+    np.testing.assert_array_equal(again.predict(held_out), pred)
+    clf = pipe[-1]
+    sel = SelectFromModel(clf, prefit=True, max_features=50)
+    Xs = sel.transform(pipe[0].transform(texts))
+    assert Xs.shape == (300, 50)
+
+
+def test_pcmac_defaults_beat_supervised():
+    """Real text: the default LapRLS on 50 labels is far better than chance."""
+    from linlap.text import make_vectorizer
+
+    train, test = load_pcmac("train"), load_pcmac("test")
+    vec = make_vectorizer()
+    X, Xt = vec.fit_transform(train.data), vec.transform(test.data)
+    y_semi = mask_labels(train.target, 50, random_state=0)
+    clf = LapRLSClassifier().fit(X, y_semi)
+    err = np.mean(clf.predict(Xt) != test.target)
+    assert err < 0.25, err
+
+
+# -- bad input ------------------------------------------------------------------------
+
+def test_errors_name_the_problem():
+    X, y = blobs(seed=6)
+    y_semi = semi(y, 10)
+    with pytest.raises(ValueError, match="no labeled rows"):
+        LapRLSClassifier().fit(X, np.full(60, -1))
+    with pytest.raises(ValueError, match="single class"):
+        LapRLSClassifier().fit(X, np.where(y_semi == -1, -1, 0))
+    Xn = X.toarray()
+    Xn[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        LapRLSClassifier().fit(Xn, y_semi)
+    Xn[3, 2] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        LapRLSClassifier().fit(sp.csr_matrix(Xn), y_semi)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        LapRLSClassifier().fit(X, y_semi[:-1])
+    with pytest.raises(ValueError, match="n_neighbors"):
+        LapRLSClassifier(graph=KNNGraph(n_neighbors=60)).fit(X, y_semi)
+    Xe = X.tolil()
+    Xe[7, :] = 0
+    with pytest.raises(ValueError, match="empty"):
+        LapRLSClassifier().fit(Xe.tocsr(), y_semi)
+    for bad in [dict(gamma_A=-1), dict(gamma_I=np.nan), dict(gamma_A=0, gamma_I=0),
+                dict(tol=0), dict(max_iter=0), dict(class_prior="balanced"),
+                dict(class_prior=[0.2, 0.2]), dict(class_prior=[1.5, -0.5]),
+                dict(graph="knn")]:
+        with pytest.raises(ValueError):
+            LapRLSClassifier(**bad).fit(X, y_semi)
+    with pytest.raises(ValueError, match="needs unlabeled rows"):
+        LapRLSClassifier(class_prior="labeled").fit(X, y)
+
+
+def test_duplicate_documents_give_finite_model():
+    X, y = blobs(seed=7)
+    Xd = sp.vstack([X, X[:10], X[:10]]).tocsr()  # every one of 10 rows three times
+    yd = np.r_[semi(y, 10), np.full(20, -1)]
+    for weight in ["binary", "heat", "cosine"]:
+        clf = LapRLSClassifier(graph=KNNGraph(n_neighbors=4, weight=weight)).fit(Xd, yd)
+        assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(clf.intercept_))
+        assert np.all(np.isfinite(clf.decision_function(Xd)))
+
+
+def test_no_convergence_warns():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = blobs(seed=8)
+    with pytest.warns(ConvergenceWarning):
+        LapRLSClassifier(max_iter=1, tol=1e-12).fit(X, semi(y, 10))
+
+
+# Deliberate deviations. These checks draw data with all-zero rows — empty documents,
+# which linlap rejects with a clear error (test_errors_name_the_problem); dtypes and
+# sparse input are covered by test_accepts_integer_and_float32_input and the CSR
+# dense-reference tests. check_classifiers_classes uses the labels [-1, 1], but -1
+# marks unlabeled rows (the scikit-learn semi_supervised convention;
+# test_string_labels_and_markers shows -1 as a class with another marker).
+_EMPTY = "all-zero rows are empty documents, which linlap rejects"
+EXPECTED_FAILED = {
+    "check_estimators_dtypes": _EMPTY,
+    "check_estimator_sparse_tag": _EMPTY,
+    "check_estimator_sparse_array": _EMPTY,
+    "check_estimator_sparse_matrix": _EMPTY,
+    "check_classifiers_classes": "-1 marks unlabeled rows",
+}
+
+
+def test_accepts_integer_and_float32_input():
+    X, y = blobs(sparse=False, seed=9)
+    y_semi = semi(y, 10)
+    ref = LapRLSClassifier().fit(X, y_semi)
+    for dtype in (np.float32, np.int64, np.int32):
+        Xc = (X * 10).astype(dtype)
+        clf = LapRLSClassifier().fit(Xc, y_semi)
+        assert clf.coef_.dtype == np.float64 and np.all(np.isfinite(clf.coef_))
+        assert clf.predict(Xc).shape == y.shape
+    np.testing.assert_allclose(LapRLSClassifier().fit(X.astype(np.float32), y_semi).coef_,
+                               ref.coef_, rtol=1e-4, atol=1e-6)
+
+
+@parametrize_with_checks([LapRLSClassifier()],
+                         expected_failed_checks=lambda est: EXPECTED_FAILED)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
