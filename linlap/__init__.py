@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "KNNGraph": "linlap.graph",
     "LapRLSClassifier": "linlap.estimators",
+    "LapSVMClassifier": "linlap.estimators",
     "datasets": "linlap.datasets",
 }
 

@@ -50,11 +50,10 @@ def _demo(args):
           f"({'normalised' if graph.normalized else 'unnormalised'} Laplacian, "
           f"power {graph.power})")
     print(f"  solve      {timings['solve']:6.2f} s   LapRLS by CG, {clf.n_iter_} iterations")
+    n_lab, n_unl = int(labeled.sum()), int((~labeled).sum())
     print(f"Test error on {len(test.data)} held-out documents:")
-    print(f"  LapRLSClassifier ({labeled.sum()} labels + {(~labeled).sum()} unlabeled)"
-          f"  {err:5.1f} %")
-    print(f"  LinearSVC        ({labeled.sum()} labels only)"
-          f"{' ' * (len(str((~labeled).sum())) + 13)}  {err_svc:5.1f} %")
+    print(f"  LapRLSClassifier  {f'{n_lab} labels + {n_unl} unlabeled':<28} {err:5.1f} %")
+    print(f"  LinearSVC         {f'{n_lab} labels only':<28} {err_svc:5.1f} %")
     return 0
 
 

@@ -12,19 +12,22 @@ from sklearn.feature_selection import SelectFromModel
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from linlap import KNNGraph, LapRLSClassifier
+from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import load_pcmac, mask_labels
 
 from reference import dense_solution
 
 
 def blobs(n=60, d=8, n_classes=2, seed=0, sparse=True):
+    """Non-negative "documents": each class favours its own block of features."""
     rng = np.random.default_rng(seed)
-    centers = rng.standard_normal((n_classes, d)) * 3
+    centers = np.full((n_classes, d), 0.3)
+    for c in range(n_classes):
+        centers[c, (2 * c) % d: (2 * c) % d + 2] = 2.0
     y = rng.integers(0, n_classes, n)
-    X = np.abs(centers[y] + rng.standard_normal((n, d)))
+    X = np.abs(centers[y] + 0.3 * rng.standard_normal((n, d)))
     X[rng.random((n, d)) < 0.3] = 0.0
-    X[:, 0] += 0.1  # no empty rows
+    X[:, -1] += 0.1  # no empty rows
     return (sp.csr_matrix(X) if sparse else X), y
 
 
@@ -85,29 +88,31 @@ def test_matches_dense_reference(sparse, n_classes, prior, normalized, power):
         np.testing.assert_allclose(f.mean(axis=0), target, atol=1e-8)
 
 
-def test_string_labels_and_markers():
+@pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
+def test_string_labels_and_markers(Est):
     X, y = blobs(n_classes=3, seed=4)
     names = np.array(["ant", "bee", "cat"])[y].astype(object)
     y_semi = names.copy()
     y_semi[semi(y, 10) == -1] = ""
-    clf = LapRLSClassifier(unlabeled="").fit(X, y_semi)
+    clf = Est(unlabeled="").fit(X, y_semi)
     assert set(clf.classes_) == {"ant", "bee", "cat"}
     assert set(clf.predict(X)) <= set(clf.classes_)
     y_none = names.copy()
     y_none[semi(y, 10) == -1] = None
-    clf2 = LapRLSClassifier(unlabeled=None).fit(X, y_none)
+    clf2 = Est(unlabeled=None).fit(X, y_none)
     np.testing.assert_allclose(clf2.coef_, clf.coef_)
     # -1 may be a real class when another marker names the unlabeled rows
     y_pm = np.where(y == 0, -1, 1)
     y_pm_semi = np.where(semi(y, 10) == -1, 0, y_pm)
-    clf3 = LapRLSClassifier(unlabeled=0).fit(X, y_pm_semi)
+    clf3 = Est(unlabeled=0).fit(X, y_pm_semi)
     assert list(clf3.classes_) == [-1, 1]
 
 
-def test_transduction_and_attributes():
+@pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
+def test_transduction_and_attributes(Est):
     X, y = blobs(n_classes=3, seed=2)
     y_semi = semi(y, 15)
-    clf = LapRLSClassifier().fit(X, y_semi)
+    clf = Est(gamma_I=1.0, graph=KNNGraph(n_neighbors=6)).fit(X, y_semi)
     lab = y_semi != -1
     assert clf.transduction_.shape == y.shape
     np.testing.assert_array_equal(clf.transduction_[lab], y_semi[lab])
@@ -117,20 +122,21 @@ def test_transduction_and_attributes():
     assert clf.score(X, y) > 0.8
 
 
-def test_prebuilt_graph_is_shared_not_rebuilt():
+@pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
+def test_prebuilt_graph_is_shared_not_rebuilt(Est):
     X, y = blobs(seed=3)
     graph = KNNGraph(n_neighbors=5).fit(X)
-    a = LapRLSClassifier(graph=graph)
+    a = Est(graph=graph)
     b = clone(a)
     assert b.graph is graph
     b.fit(X, semi(y, 10))
     assert b.graph_ is graph
     # an unfitted graph parameter is fitted on a copy, never changed itself
     unfitted = KNNGraph(n_neighbors=5)
-    c = LapRLSClassifier(graph=unfitted).fit(X, semi(y, 10))
+    c = Est(graph=unfitted).fit(X, semi(y, 10))
     assert not hasattr(unfitted, "adjacency_") and c.graph_ is not unfitted
     with pytest.raises(ValueError, match="built on 60 rows but X has 59"):
-        LapRLSClassifier(graph=graph).fit(X[:59], semi(y, 10)[:59])
+        Est(graph=graph).fit(X[:59], semi(y, 10)[:59])
 
 
 def test_warm_start_fewer_iterations_same_model():
@@ -179,44 +185,46 @@ def test_pcmac_defaults_beat_supervised():
 
 # -- bad input ------------------------------------------------------------------------
 
-def test_errors_name_the_problem():
+@pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
+def test_errors_name_the_problem(Est):
     X, y = blobs(seed=6)
     y_semi = semi(y, 10)
     with pytest.raises(ValueError, match="no labeled rows"):
-        LapRLSClassifier().fit(X, np.full(60, -1))
+        Est().fit(X, np.full(60, -1))
     with pytest.raises(ValueError, match="single class"):
-        LapRLSClassifier().fit(X, np.where(y_semi == -1, -1, 0))
+        Est().fit(X, np.where(y_semi == -1, -1, 0))
     Xn = X.toarray()
     Xn[3, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        LapRLSClassifier().fit(Xn, y_semi)
+        Est().fit(Xn, y_semi)
     Xn[3, 2] = np.inf
     with pytest.raises(ValueError, match="infinity"):
-        LapRLSClassifier().fit(sp.csr_matrix(Xn), y_semi)
+        Est().fit(sp.csr_matrix(Xn), y_semi)
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
-        LapRLSClassifier().fit(X, y_semi[:-1])
+        Est().fit(X, y_semi[:-1])
     with pytest.raises(ValueError, match="n_neighbors"):
-        LapRLSClassifier(graph=KNNGraph(n_neighbors=60)).fit(X, y_semi)
+        Est(graph=KNNGraph(n_neighbors=60)).fit(X, y_semi)
     Xe = X.tolil()
     Xe[7, :] = 0
     with pytest.raises(ValueError, match="empty"):
-        LapRLSClassifier().fit(Xe.tocsr(), y_semi)
+        Est().fit(Xe.tocsr(), y_semi)
     for bad in [dict(gamma_A=-1), dict(gamma_I=np.nan), dict(gamma_A=0, gamma_I=0),
                 dict(tol=0), dict(max_iter=0), dict(class_prior="balanced"),
                 dict(class_prior=[0.2, 0.2]), dict(class_prior=[1.5, -0.5]),
                 dict(graph="knn")]:
         with pytest.raises(ValueError):
-            LapRLSClassifier(**bad).fit(X, y_semi)
+            Est(**bad).fit(X, y_semi)
     with pytest.raises(ValueError, match="needs unlabeled rows"):
-        LapRLSClassifier(class_prior="labeled").fit(X, y)
+        Est(class_prior="labeled").fit(X, y)
 
 
-def test_duplicate_documents_give_finite_model():
+@pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
+def test_duplicate_documents_give_finite_model(Est):
     X, y = blobs(seed=7)
     Xd = sp.vstack([X, X[:10], X[:10]]).tocsr()  # every one of 10 rows three times
     yd = np.r_[semi(y, 10), np.full(20, -1)]
     for weight in ["binary", "heat", "cosine"]:
-        clf = LapRLSClassifier(graph=KNNGraph(n_neighbors=4, weight=weight)).fit(Xd, yd)
+        clf = Est(graph=KNNGraph(n_neighbors=4, weight=weight)).fit(Xd, yd)
         assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(clf.intercept_))
         assert np.all(np.isfinite(clf.decision_function(Xd)))
 
@@ -245,20 +253,70 @@ EXPECTED_FAILED = {
 }
 
 
-def test_accepts_integer_and_float32_input():
+@pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
+def test_accepts_integer_and_float32_input(Est):
     X, y = blobs(sparse=False, seed=9)
     y_semi = semi(y, 10)
-    ref = LapRLSClassifier().fit(X, y_semi)
+    ref = Est().fit(X, y_semi)
     for dtype in (np.float32, np.int64, np.int32):
         Xc = (X * 10).astype(dtype)
-        clf = LapRLSClassifier().fit(Xc, y_semi)
+        clf = Est().fit(Xc, y_semi)
         assert clf.coef_.dtype == np.float64 and np.all(np.isfinite(clf.coef_))
         assert clf.predict(Xc).shape == y.shape
-    np.testing.assert_allclose(LapRLSClassifier().fit(X.astype(np.float32), y_semi).coef_,
+    np.testing.assert_allclose(Est().fit(X.astype(np.float32), y_semi).coef_,
                                ref.coef_, rtol=1e-4, atol=1e-6)
 
 
-@parametrize_with_checks([LapRLSClassifier()],
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_lapsvm_solvers_agree_through_the_estimator(sparse, n_classes):
+    X, y = blobs(n_classes=n_classes, sparse=sparse, seed=10 + n_classes)
+    y_semi = semi(y, 12, seed=2)
+    graph = KNNGraph(n_neighbors=5, power=2).fit(X)
+    kw = dict(gamma_A=1e-2, gamma_I=3.0, graph=graph, tol=1e-10, max_iter=200)
+    newton = LapSVMClassifier(solver="newton", **kw).fit(X, y_semi)
+    tinv = LapSVMClassifier(solver="tinv", **kw).fit(X, y_semi)
+    np.testing.assert_allclose(newton.coef_, tinv.coef_, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(newton.intercept_, tinv.intercept_, rtol=1e-4, atol=1e-6)
+    # The squared hinge equals the squared loss while every labeled margin is < 1, so
+    # LapSVM equals LapRLS exactly when LapRLS leaves all margins below 1, else differs.
+    rls = LapRLSClassifier(**kw).fit(X, y_semi)
+    lab = y_semi != -1
+    F = np.atleast_2d(rls.decision_function(X[lab]).T).T
+    T = np.where(y_semi[lab][:, None] == rls.classes_[None, :], 1.0, -1.0)
+    T = T[:, 1:] if n_classes == 2 else T
+    same = np.allclose(rls.coef_, newton.coef_, rtol=1e-6, atol=1e-9)
+    assert same == bool(np.all(T * F < 1))
+
+
+def test_lapsvm_tinv_factor_reused_and_budget_enforced():
+    X, y = blobs(seed=12)
+    y_semi = semi(y, 10)
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    clf = LapSVMClassifier(solver="tinv", graph=graph).fit(X, y_semi)
+    factor = clf._tinv_cache[1]
+    clf.fit(X, semi(y, 10, seed=3))  # same graph and gamma ratio: same factor object
+    assert clf._tinv_cache[1] is factor
+    assert "_tinv_cache" not in pickle.loads(pickle.dumps(clf)).__dict__
+    with pytest.raises(ValueError, match="memory_budget"):
+        LapSVMClassifier(solver="tinv", graph=graph, memory_budget=100).fit(X, y_semi)
+    for bad in [dict(solver="sgd"), dict(loss="log"), dict(solver="newton", loss="hinge"),
+                dict(solver="tinv", class_prior="labeled"), dict(solver="tinv", gamma_A=0)]:
+        with pytest.raises(ValueError):
+            LapSVMClassifier(graph=graph, **bad).fit(X, y_semi)
+
+
+def test_lapsvm_class_prior_holds():
+    X, y = blobs(n_classes=3, seed=13)
+    y_semi = semi(y, 12)
+    clf = LapSVMClassifier(class_prior=[0.2, 0.3, 0.5], tol=1e-10,
+                           graph=KNNGraph(n_neighbors=5)).fit(X, y_semi)
+    f = clf.decision_function(X[y_semi == -1])
+    np.testing.assert_allclose(f.mean(axis=0), 2 * np.array([0.2, 0.3, 0.5]) - 1, atol=1e-6)
+
+
+@parametrize_with_checks([LapRLSClassifier(), LapSVMClassifier(),
+                          LapSVMClassifier(solver="tinv", loss="hinge")],
                          expected_failed_checks=lambda est: EXPECTED_FAILED)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():

@@ -1,0 +1,1003 @@
+"""k-nearest-neighbour document graph and its graph-Laplacian operator.
+
+A :class:`KNNGraph` is built once over all (labeled and unlabeled) rows and
+then shared by many estimators: model selection over the regularisation
+weights must not rebuild it, and it can be saved and loaded.
+
+pynndescent (and with it numba) is imported lazily, only when the approximate
+search actually runs, so ``import linlap.graph`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+import sys
+import tempfile
+import time
+import warnings
+import zipfile
+from zlib import error as zlib_error
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.preprocessing import normalize
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["KNNGraph"]
+
+_FORMAT_TAG = "linlap.KNNGraph"
+_FORMAT_VERSION = 1
+
+# Bytes allowed for the dense similarity block of the exact search (all
+# worker threads together).  Bounds memory independently of n.
+_EXACT_MEMORY_BUDGET = 256 * 2**20
+_MAX_BLOCK_ROWS = 4096
+# Squared distances below this are rounding noise of 2 - 2 cos: duplicates.
+_DUP_D2 = 1e-12
+
+# Parameters passed to pynndescent.NNDescent unless overridden through
+# ``nndescent_kwds``.  Empty on purpose: bench/graph_recall.py found no
+# setting beating pynndescent's own defaults (see the KNNGraph docstring);
+# what matters is asking for max(3k, 30) neighbours.
+_NNDESCENT_DEFAULTS = {}
+
+_WEIGHTS = ("binary", "heat", "cosine")
+_SYMMETRIZE = ("union", "mutual")
+_SPACES = ("tfidf", "svd")
+_ALGORITHMS = ("auto", "exact", "nndescent")
+# Set by KNNGraph itself; letting nndescent_kwds override them would silently
+# change the search.
+_RESERVED_NNDESCENT_KEYS = ("data", "metric", "n_neighbors", "random_state",
+                            "n_jobs", "verbose", "compressed")
+
+
+def _is_int(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+def _log(msg):
+    print(f"[KNNGraph] {msg}", file=sys.stdout, flush=True)
+
+
+def _effective_n_jobs(n_jobs):
+    # scikit-learn semantics: None -> 1 (or the active joblib backend), -1 -> all cores.
+    from joblib import effective_n_jobs
+
+    return max(1, int(effective_n_jobs(n_jobs)))
+
+
+# --------------------------------------------------------------------------
+# Input validation
+# --------------------------------------------------------------------------
+
+def _prepare_input(X):
+    """Validate X and return an L2-row-normalised float64 copy.
+
+    The copy is CSR (sparse input) or a C-contiguous ndarray (dense input);
+    the caller's X is never modified.
+    """
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got a sparse array with shape {X.shape}.")
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"X must hold real numbers, got dtype {X.dtype}.")
+        Xc = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        Xc.sum_duplicates()  # canonical format: sorted, no repeated (i, j)
+        bad = ~np.isfinite(Xc.data)
+        nonfinite_count = (np.isnan(Xc.data).sum(), np.isinf(Xc.data).sum())
+        Xc.eliminate_zeros()
+        empty = np.flatnonzero(np.diff(Xc.indptr) == 0)
+    else:
+        try:
+            Xc = np.array(X, dtype=np.float64, order="C", copy=True)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"X could not be converted to a float array: {exc}") from exc
+        if Xc.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {Xc.shape}.")
+        bad = ~np.isfinite(Xc)
+        nonfinite_count = (np.isnan(Xc).sum(), np.isinf(Xc).sum())
+        empty = np.flatnonzero(~np.any(Xc != 0, axis=1)) if Xc.size else np.arange(Xc.shape[0])
+    n, d = Xc.shape
+    if n < 2:
+        raise ValueError(f"KNNGraph needs at least 2 samples, got n_samples={n}.")
+    if d < 1:
+        raise ValueError("X has no features (n_features=0).")
+    if bad.any():
+        n_nan, n_inf = int(nonfinite_count[0]), int(nonfinite_count[1])
+        raise ValueError(
+            f"X contains non-finite values: {n_nan} NaN and {n_inf} inf entries. "
+            "Remove or impute them before building the graph.")
+    if empty.size:
+        first = ", ".join(str(i) for i in empty[:10])
+        more = ", ..." if empty.size > 10 else ""
+        raise ValueError(
+            f"X has {empty.size} empty row(s) (no nonzero entries), e.g. rows [{first}{more}]. "
+            "Empty documents carry no information for the graph (their cosine similarity "
+            "to every other document is undefined) and must be removed before building it.")
+    # Cosine geometry needs unit rows; normalize works on our private copy.
+    Xc = normalize(Xc, norm="l2", copy=False)
+    if sp.issparse(Xc):
+        Xc.sort_indices()
+    return Xc
+
+
+# --------------------------------------------------------------------------
+# Exact search
+# --------------------------------------------------------------------------
+
+def _cos_to_dist(cos):
+    """d = sqrt(max(0, 2 - 2 cos)) for unit vectors, with duplicates snapped to 0.
+
+    The rounding error of cos is ~1e-16 but the square root amplifies it to
+    ~1e-8; d^2 below _DUP_D2 is taken as an exact duplicate (d = 0) so that
+    the data-driven heat width and duplicate detection are not fooled.
+    """
+    d2 = 2.0 - 2.0 * np.asarray(cos, dtype=np.float64)
+    d2[d2 < _DUP_D2] = 0.0
+    return np.sqrt(d2)
+
+
+def _exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
+    """Exact k nearest neighbours of ``X[rows]`` among all rows of X.
+
+    X has unit rows (CSR or dense).  Each query row excludes itself *by
+    index* (with duplicate documents, self is not necessarily the top hit).
+    Returns ``(indices, distances)`` of shape (len(rows), k), sorted by
+    increasing distance d = sqrt(max(0, 2 - 2 cos)), ties by index.
+    Memory is bounded by ``_EXACT_MEMORY_BUDGET`` (the dense block of
+    similarities), whatever n is.
+    """
+    n = X.shape[0]
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    m = rows.shape[0]
+    ind = np.empty((m, k), dtype=np.int64)
+    dist = np.empty((m, k), dtype=np.float64)
+    if m == 0:
+        return ind, dist
+    sparse = sp.issparse(X)
+    if XT is None:
+        XT = X.T.tocsr() if sparse else X.T
+    n_workers = max(1, min(n_jobs, m))
+    # ~3 dense n-vectors per block row (similarities, argpartition indices, slack).
+    block = int(_EXACT_MEMORY_BUDGET // (n_workers * 24 * n))
+    block = max(1, min(_MAX_BLOCK_ROWS, block, m))
+    starts = list(range(0, m, block))
+
+    def work(start):
+        r = rows[start:start + block]
+        b = r.shape[0]
+        if sparse:
+            S = (X[r] @ XT).toarray()
+        else:
+            S = X[r] @ XT
+        S[np.arange(b), r] = -np.inf  # never our own neighbour
+        top = np.argpartition(S, n - k, axis=1)[:, n - k:]
+        sims = np.take_along_axis(S, top, axis=1)
+        order = np.lexsort((top, -sims), axis=-1)
+        top = np.take_along_axis(top, order, axis=1)
+        sims = np.take_along_axis(sims, order, axis=1)
+        ind[start:start + b] = top
+        dist[start:start + b] = _cos_to_dist(sims)
+        return b
+
+    done, next_report = 0, 0.1
+    if n_workers == 1 or len(starts) == 1:
+        results = map(work, starts)
+        pool = None
+    else:
+        pool = ThreadPoolExecutor(n_workers)  # scipy/BLAS release the GIL in the products
+        results = pool.map(work, starts)
+    try:
+        for b in results:
+            done += b
+            if verbose and (done / m >= next_report or done == m):
+                _log(f"  exact search: {done}/{m} rows ({100.0 * done / m:.0f}%)")
+                next_report = np.floor(done / m * 10 + 1) / 10
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return ind, dist
+
+
+def _pair_distances(X, i, j):
+    """Distances sqrt(max(0, 2 - 2 cos)) for the row pairs (i[t], j[t]) of unit-row X."""
+    out = np.empty(i.shape[0], dtype=np.float64)
+    if sp.issparse(X):
+        avg_nnz = max(1.0, X.nnz / X.shape[0])
+        chunk = max(1, int(4_000_000 // avg_nnz))  # bound the nnz of each gathered block
+    else:
+        chunk = max(1, int(4_000_000 // max(1, X.shape[1])))
+    for s in range(0, i.shape[0], chunk):
+        a, b = i[s:s + chunk], j[s:s + chunk]
+        if sp.issparse(X):
+            cos = np.asarray(X[a].multiply(X[b]).sum(axis=1)).ravel()
+        else:
+            cos = np.einsum("ij,ij->i", X[a], X[b])
+        out[s:s + chunk] = _cos_to_dist(cos)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Approximate search
+# --------------------------------------------------------------------------
+
+def _nndescent_search(X, n_neighbors, *, metric, random_state, n_jobs, verbose, kwds):
+    """Run pynndescent and return its ``neighbor_graph`` (indices, distances).
+
+    Isolated in a function so that tests can substitute it.
+    """
+    import pynndescent  # lazy: pulls in numba, slow to import and to JIT
+
+    params = dict(_NNDESCENT_DEFAULTS)
+    params.update(kwds or {})
+    with warnings.catch_warnings():
+        # Rows it fails on come back with -1; KNNGraph repairs those exactly.
+        warnings.filterwarnings("ignore", message="Failed to correctly find n_neighbors")
+        index = pynndescent.NNDescent(
+            X, metric=metric, n_neighbors=n_neighbors, random_state=random_state,
+            n_jobs=n_jobs, verbose=verbose, **params)
+        indices, distances = index.neighbor_graph
+    return np.asarray(indices), np.asarray(distances)
+
+
+def _select_candidates(cand, cand_dist, k):
+    """The first k candidates of every row other than the row itself.
+
+    pynndescent lists a row's neighbours nearest first, itself included
+    (dropped here by index).  A row is *bad* when its first k other
+    candidates contain a -1 (pynndescent found too few), an out-of-range
+    index, a non-finite distance or a repeat, or when there are fewer than
+    k of them.  Returns ``(kept, bad)``: kept is (n, k) with the bad rows
+    left at -1, to be redone by exact search.
+    """
+    n, m = cand.shape
+    cand = np.asarray(cand, dtype=np.int64)
+    other = cand != np.arange(n)[:, None]
+    keep = other & (np.cumsum(other, axis=1) <= k)
+    ok = keep.sum(axis=1) == k
+    usable = (cand >= 0) & (cand < n)
+    if cand_dist is not None:
+        usable &= np.isfinite(cand_dist)
+    ok &= ~np.any(keep & ~usable, axis=1)
+    kept = np.full((n, k), -1, dtype=np.int64)
+    kept[ok] = cand[keep & ok[:, None]].reshape(-1, k)
+    if k > 1:
+        srt = np.sort(kept[ok], axis=1)
+        ok[np.flatnonzero(ok)] = ~np.any(srt[:, 1:] == srt[:, :-1], axis=1)
+        kept[~ok] = -1
+    return kept, np.flatnonzero(~ok)
+
+
+# --------------------------------------------------------------------------
+# The estimator
+# --------------------------------------------------------------------------
+
+class KNNGraph(BaseEstimator):
+    r"""k-nearest-neighbour graph over documents and its Laplacian operator.
+
+    Built once over all rows (labeled and unlabeled) and passed to many
+    estimators; model selection over the regularisation weights reuses it.
+    ``sklearn.base.clone`` of a *fitted* graph returns the graph itself
+    (it is immutable and meant to be shared); use :meth:`with_laplacian` to
+    get the same graph with another Laplacian without rebuilding it.
+
+    **Geometry.**  Rows are L2-normalised internally (on a copy) and compared
+    by cosine.  The distance convention used everywhere (``distances_``, the
+    heat kernel, the data-driven σ) is the Euclidean distance between unit
+    vectors,
+
+    .. math:: d(x_i, x_j) = \sqrt{\max(0,\ 2 - 2\cos(x_i, x_j))} \in [0, 2],
+
+    computed in float64; d² below 1e-12 (the rounding level of 2 − 2 cos) is
+    reported as exactly 0, so duplicate documents have distance 0.
+
+    With ``space='svd'`` the rows are first projected by a
+    ``TruncatedSVD(n_components)`` and re-normalised; neighbours, distances
+    and weights are then all computed in that space.
+
+    **Weights** on a kNN edge (i, j), j among the k nearest of i:
+
+    * ``'binary'``: :math:`w_{ij} = 1`;
+    * ``'heat'``: :math:`w_{ij} = \exp(-d_{ij}^2 / (2\sigma^2))`, σ =
+      ``heat_sigma`` or, if None, the mean of all n·k kNN distances
+      (1.0 if that mean is 0, i.e. every neighbour is a duplicate);
+    * ``'cosine'``: :math:`w_{ij} = \max(0, \cos(x_i, x_j)) = \max(0, 1 - d_{ij}^2/2)`
+      (an orthogonal neighbour gives no edge).
+
+    Duplicate rows (d = 0) get weight 1 under every scheme.  The directed
+    kNN matrix A is symmetrised as W = max(A, Aᵀ) (``'union'``) or
+    W = min(A, Aᵀ) (``'mutual'``, which may leave nodes isolated).
+
+    **Laplacian.**  Degree :math:`D = \mathrm{diag}(W\mathbf 1)`.
+
+    * unnormalised (``normalized=False``): :math:`L = D - W`;
+    * normalised (``normalized=True``):
+      :math:`L = D^{-1/2}(D - W)D^{-1/2} = I - D^{-1/2} W D^{-1/2}`, with
+      :math:`D^{-1/2}` of a zero degree taken as 0.  An isolated node
+      therefore has an all-zero row and column (:math:`L_{ii} = 0`), exactly
+      as in D − W: the graph says nothing about it.
+
+    ``power=p`` means :math:`L^p`, applied by :meth:`laplacian_matvec` as p
+    sparse products and never formed.
+
+    **Scale of the graph term.**  linlap's objective multiplies the graph
+    term by :math:`s = 1/\mathrm{trace}(L)` so that a good γ_I does not drift
+    with n or k.  ``trace_`` is trace(L) — the number of non-isolated nodes
+    for the normalised Laplacian, the sum of the degrees (= sum of W) for
+    D − W — and ``scale_ = 1 / trace_`` (0.0 if the graph has no edge).
+    The trace is that of L, also when ``power > 1``.
+
+    **Defaults** (k = 50, cosine weights, union, normalised Laplacian, p = 5)
+    were chosen by test error on real text: on the bundled PCMAC corpus (10
+    draws of 50 labels, LapRLS, bench/pcmac.py) the error fell from 32% with
+    k = 10, binary weights, p = 1 to about 18.5% with these settings; larger k
+    and p help up to about k = 100, p = 8 (see bench/RESULTS.md).
+
+    **Search.**  ``algorithm='exact'`` uses blocked sparse (or dense) dot
+    products with memory bounded by the block size.  ``'nndescent'`` uses
+    pynndescent's k-NN graph (``metric='cosine'``), asks it for
+    ``n_search_neighbors`` neighbours and keeps the best k; rows for which
+    pynndescent returns ``-1`` (it can, on sparse cosine data, when all
+    candidates are orthogonal) or too few neighbours are repaired by exact
+    search (``n_repaired_``).  Distances of the kept neighbours are
+    recomputed exactly in float64, so both paths report identical distances
+    for the same edge.  ``recall_`` is then measured on ``recall_sample``
+    random rows against the exact neighbours in the same space.
+
+    **Measured recall of the defaults** (``n_search_neighbors = max(3k, 30)``,
+    pynndescent's own defaults otherwise; k = 10; recall@10 over *all* rows
+    against exact search, tie-aware; pynndescent 0.7.0, 2 cores shared with
+    other jobs, so times are indicative; ``PYTHONPATH=. python
+    bench/graph_recall.py [--corpus imdb --quick --no-svd]``):
+
+    * 20 Newsgroups, 18,846 docs, 75,875 terms, 151 nnz/doc: recall 0.975
+      (sampled ``recall_`` 0.974), search 41-109 s wall (102 s CPU);
+      exact search 47-58 s wall (42 s CPU).
+    * IMDB train, 25,000 reviews, 44,798 terms, 137 nnz/doc: recall 0.857
+      (sampled 0.859), search 159 s wall (150 s CPU); exact search 130 s
+      wall (106 s CPU).
+    * 20 Newsgroups with ``space='svd'`` (100 dims): recall 0.999 in 12 s
+      (plus 18 s for the SVD).
+
+    On 20 Newsgroups, asking pynndescent for 11 neighbours gives recall
+    0.834, 20 gives 0.944, 30 gives 0.975 and 45 (``max_candidates=30``)
+    0.985 at about twice the time of 30; lowering ``max_candidates`` (15, 20),
+    ``n_trees=4`` or ``delta=0.01`` saved no time worth their recall loss, so
+    pynndescent's defaults are kept.  The sampled ``recall_`` agreed with the
+    all-rows recall within 0.005.  Caveats: (1) the first pynndescent call of
+    a process pays a numba JIT compilation of 20-35 s (sparse) or 40-60 s
+    (dense, ``space='svd'``); (2) on long documents sparse NN-descent is not
+    faster than exact search below a few tens of thousands of rows (exact
+    grows as n², NN-descent about as n log n); (3) ``space='svd'`` recall is
+    measured against exact neighbours *in the SVD space*, which on 20
+    Newsgroups share only 35% of the TF-IDF neighbours.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=50
+        k, the number of neighbours per row (1 <= k < n_samples).
+    weight : {'binary', 'heat', 'cosine'}, default='cosine'
+        Edge weights, see above.
+    heat_sigma : float or None, default=None
+        Width σ > 0 of the heat kernel; None chooses the mean kNN distance.
+    symmetrize : {'union', 'mutual'}, default='union'
+        W = max(A, Aᵀ) or W = min(A, Aᵀ).
+    normalized : bool, default=True
+        Normalised Laplacian I − D^{-1/2} W D^{-1/2} (True) or D − W (False).
+    power : int, default=5
+        The operator applies L^p (p >= 1) by p sparse matrix products.
+    space : {'tfidf', 'svd'}, default='tfidf'
+        Search neighbours on the (row-normalised) input itself, or on its
+        row-normalised TruncatedSVD embedding.
+    n_components : int, default=100
+        Dimension of the SVD embedding (``space='svd'`` only).
+    algorithm : {'auto', 'exact', 'nndescent'}, default='auto'
+        'auto' is exact when n_samples <= ``exact_max_samples``, else nndescent.
+    exact_max_samples : int, default=20000
+        Threshold of ``algorithm='auto'``.
+    n_search_neighbors : int or None, default=None
+        Number of neighbours pynndescent is asked for (it lists the row
+        itself among them); the best k others are kept.  Must exceed k.
+        None means ``max(3 * n_neighbors, 30)``.
+    nndescent_kwds : dict or None, default=None
+        Extra keyword arguments for ``pynndescent.NNDescent`` (e.g.
+        ``n_trees``, ``n_iters``, ``max_candidates``, ``delta``), overriding
+        linlap's defaults.  ``metric``, ``n_neighbors``, ``random_state``,
+        ``n_jobs`` and ``verbose`` are set by KNNGraph and may not be given.
+        ``diversify_prob`` and ``pruning_degree_multiplier`` only shape
+        pynndescent's *query* graph, which KNNGraph never builds; they have
+        no effect here.
+    recall_sample : int, default=200
+        Rows on which the approximate search is checked against exact
+        search (recall@k); 0 disables the check.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the SVD, pynndescent and the recall sample.
+    n_jobs : int or None, default=None
+        Threads for the search (scikit-learn convention: None means 1
+        unless inside a ``joblib.parallel_backend`` context, -1 all cores).
+        Passed to pynndescent and used by the exact search.
+    verbose : bool, default=False
+        Print each step and its time (and progress of the exact search).
+
+    Attributes
+    ----------
+    neighbors_ : ndarray of shape (n_samples, n_neighbors), int64
+        Indices of the k nearest neighbours of every row, nearest first.
+    distances_ : ndarray of shape (n_samples, n_neighbors), float64
+        Their distances d = sqrt(max(0, 2 − 2 cos)).
+    adjacency_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        The symmetric weight matrix W (float64, zero diagonal, no explicit
+        zeros, sorted indices).
+    degree_ : ndarray of shape (n_samples,)
+        Row sums of W.
+    n_isolated_ : int
+        Number of nodes with degree 0.
+    trace_ : float
+        trace(L).
+    scale_ : float
+        s = 1 / trace(L), the normalisation of the graph term.
+    heat_sigma_ : float or None
+        σ actually used (``weight='heat'`` only).
+    algorithm_ : str
+        'exact' or 'nndescent', as resolved.
+    recall_ : float or None
+        recall@k of the approximate search on ``recall_sample`` rows
+        (tie-aware: a returned neighbour counts as correct when its distance
+        does not exceed the exact k-th distance); None for the exact search
+        or when ``recall_sample=0``.
+    n_repaired_ : int
+        Rows of the approximate search re-done by exact search.
+    build_time_ : dict
+        Seconds spent per step: 'svd' (if used), 'search', 'recall'
+        (if measured), 'weights' and 'total'.
+    n_samples_fit_ : int
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> g = KNNGraph(n_neighbors=10, weight="heat").fit(X_tfidf)   # doctest: +SKIP
+    >>> Lz = g.laplacian_matvec(z)                                   # doctest: +SKIP
+    >>> g2 = g.with_laplacian(power=2)         # same graph, L^2       # doctest: +SKIP
+    """
+
+    def __init__(self, n_neighbors=50, *, weight="cosine", heat_sigma=None,
+                 symmetrize="union", normalized=True, power=5, space="tfidf",
+                 n_components=100, algorithm="auto", exact_max_samples=20000,
+                 n_search_neighbors=None, nndescent_kwds=None, recall_sample=200,
+                 random_state=None, n_jobs=None, verbose=False):
+        self.n_neighbors = n_neighbors
+        self.weight = weight
+        self.heat_sigma = heat_sigma
+        self.symmetrize = symmetrize
+        self.normalized = normalized
+        self.power = power
+        self.space = space
+        self.n_components = n_components
+        self.algorithm = algorithm
+        self.exact_max_samples = exact_max_samples
+        self.n_search_neighbors = n_search_neighbors
+        self.nndescent_kwds = nndescent_kwds
+        self.recall_sample = recall_sample
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------
+    # parameter checks
+    # ------------------------------------------------------------------
+    def _check_params(self):
+        def choice(name, options):
+            val = getattr(self, name)
+            if not isinstance(val, str) or val not in options:
+                raise ValueError(f"{name} must be one of {options}, got {val!r}.")
+
+        if not _is_int(self.n_neighbors) or self.n_neighbors < 1:
+            raise ValueError(f"n_neighbors must be an integer >= 1, got {self.n_neighbors!r}.")
+        choice("weight", _WEIGHTS)
+        if self.heat_sigma is not None:
+            if (not isinstance(self.heat_sigma, numbers.Real) or isinstance(self.heat_sigma, bool)
+                    or not np.isfinite(self.heat_sigma) or self.heat_sigma <= 0):
+                raise ValueError(
+                    f"heat_sigma must be a finite number > 0 or None, got {self.heat_sigma!r}.")
+        choice("symmetrize", _SYMMETRIZE)
+        if not isinstance(self.normalized, (bool, np.bool_)):
+            raise ValueError(f"normalized must be True or False, got {self.normalized!r}.")
+        _check_power(self.power)
+        choice("space", _SPACES)
+        if not _is_int(self.n_components) or self.n_components < 1:
+            raise ValueError(f"n_components must be an integer >= 1, got {self.n_components!r}.")
+        choice("algorithm", _ALGORITHMS)
+        if not _is_int(self.exact_max_samples) or self.exact_max_samples < 0:
+            raise ValueError(
+                f"exact_max_samples must be an integer >= 0, got {self.exact_max_samples!r}.")
+        if self.n_search_neighbors is not None and (
+                not _is_int(self.n_search_neighbors)
+                or self.n_search_neighbors <= self.n_neighbors):
+            raise ValueError(
+                "n_search_neighbors must be None or an integer > n_neighbors "
+                f"(pynndescent lists each row as its own first neighbour), got "
+                f"{self.n_search_neighbors!r} with n_neighbors={self.n_neighbors}.")
+        if self.nndescent_kwds is not None:
+            if not isinstance(self.nndescent_kwds, dict):
+                raise ValueError(
+                    f"nndescent_kwds must be a dict or None, got {type(self.nndescent_kwds)}.")
+            reserved = sorted(set(self.nndescent_kwds) & set(_RESERVED_NNDESCENT_KEYS))
+            if reserved:
+                raise ValueError(
+                    f"nndescent_kwds may not set {reserved}: KNNGraph sets them itself.")
+        if not _is_int(self.recall_sample) or self.recall_sample < 0:
+            raise ValueError(f"recall_sample must be an integer >= 0, got {self.recall_sample!r}.")
+        if self.n_jobs is not None and (not _is_int(self.n_jobs) or self.n_jobs == 0):
+            raise ValueError(f"n_jobs must be None or a nonzero integer, got {self.n_jobs!r}.")
+
+    # ------------------------------------------------------------------
+    # fit
+    # ------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Build the kNN graph of the rows of X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Documents as rows (typically TF-IDF).  Must be finite and have
+            no empty row.  Not modified.
+        y : ignored
+            Present for Pipeline compatibility.
+
+        Returns
+        -------
+        self : KNNGraph
+        """
+        t_total = time.perf_counter()
+        self._check_params()
+        verbose = bool(self.verbose)
+        Xn = _prepare_input(X)
+        n, d = Xn.shape
+        k = self.n_neighbors
+        if k >= n:
+            raise ValueError(
+                f"n_neighbors={k} must be smaller than n_samples={n} "
+                "(every row needs k other rows as neighbours).")
+        rng = check_random_state(self.random_state)
+        n_jobs = _effective_n_jobs(self.n_jobs)
+        times = {}
+
+        if self.space == "svd":
+            if self.n_components > min(n, d):
+                raise ValueError(
+                    f"n_components={self.n_components} must be <= min(n_samples, n_features)"
+                    f" = {min(n, d)} for space='svd'.")
+            from sklearn.decomposition import TruncatedSVD
+
+            t0 = time.perf_counter()
+            if verbose:
+                _log(f"TruncatedSVD to {self.n_components} dimensions of {n} x {d} input")
+            svd = TruncatedSVD(n_components=self.n_components, algorithm="randomized",
+                               random_state=rng.randint(np.iinfo(np.int32).max))
+            E = svd.fit_transform(Xn)
+            # Rows orthogonal to every component would stay 0; give them a
+            # common arbitrary direction so cosine stays defined (no NaN).
+            zero = np.linalg.norm(E, axis=1) == 0
+            if zero.any():
+                warnings.warn(f"{int(zero.sum())} rows have a zero SVD embedding; "
+                              "increase n_components.", RuntimeWarning)
+                E[zero] = 1.0
+            Xs = np.ascontiguousarray(normalize(E, copy=False))
+            times["svd"] = time.perf_counter() - t0
+        else:
+            Xs = Xn
+        del Xn
+
+        algorithm = self.algorithm
+        if algorithm == "auto":
+            algorithm = "exact" if n <= self.exact_max_samples else "nndescent"
+
+        t0 = time.perf_counter()
+        XT = None
+        recall, n_repaired = None, 0
+        if algorithm == "exact":
+            if verbose:
+                _log(f"exact {k}-NN search over {n} rows")
+            XT = Xs.T.tocsr() if sp.issparse(Xs) else Xs.T
+            neighbors, distances = _exact_knn(Xs, k, XT=XT, n_jobs=n_jobs, verbose=verbose)
+        else:
+            neighbors, distances, n_repaired, XT = self._approximate_search(
+                Xs, k, rng, n_jobs, verbose)
+        times["search"] = time.perf_counter() - t0
+        if verbose:
+            _log(f"search done in {times['search']:.1f} s"
+                 + (f" ({n_repaired} rows repaired by exact search)" if n_repaired else ""))
+
+        if algorithm == "nndescent" and self.recall_sample > 0:
+            t0 = time.perf_counter()
+            m = min(self.recall_sample, n)
+            sample = np.sort(rng.choice(n, size=m, replace=False))
+            if XT is None:
+                XT = Xs.T.tocsr() if sp.issparse(Xs) else Xs.T
+            _, exact_dist = _exact_knn(Xs, k, sample, XT=XT, n_jobs=n_jobs)
+            # Tie-aware recall: a neighbour is right if it is no farther than
+            # the true k-th one (duplicates make the exact set ambiguous).
+            kth = exact_dist[:, -1:] + 1e-9
+            recall = float(np.mean(distances[sample] <= kth))
+            times["recall"] = time.perf_counter() - t0
+            if verbose:
+                _log(f"recall@{k} on {m} sampled rows: {recall:.3f} "
+                     f"({times['recall']:.1f} s)")
+        del XT
+
+        t0 = time.perf_counter()
+        W, sigma = _weights_matrix(neighbors, distances, self.weight, self.heat_sigma,
+                                   self.symmetrize)
+        times["weights"] = time.perf_counter() - t0
+
+        self.neighbors_ = neighbors
+        self.distances_ = distances
+        self.adjacency_ = W
+        self.degree_ = np.asarray(W.sum(axis=1)).ravel()
+        self.heat_sigma_ = sigma
+        self.algorithm_ = algorithm
+        self.recall_ = recall
+        self.n_repaired_ = int(n_repaired)
+        self.n_samples_fit_ = n
+        self.n_features_in_ = d
+        self._set_laplacian()
+        times["total"] = time.perf_counter() - t_total
+        self.build_time_ = times
+        if verbose:
+            _log(f"graph: {W.nnz // 2} edges, {self.n_isolated_} isolated nodes, "
+                 f"trace(L) = {self.trace_:g}; total {times['total']:.1f} s")
+        return self
+
+    def _approximate_search(self, Xs, k, rng, n_jobs, verbose):
+        n = Xs.shape[0]
+        n_search = self.n_search_neighbors
+        if n_search is None:
+            n_search = max(3 * k, 30)
+        # pynndescent cannot return more than n - 1 others; rows that end up
+        # short are repaired below.
+        n_search = int(min(n_search, n - 1))
+        n_search = max(n_search, 2)
+        if verbose:
+            _log(f"pynndescent search: {n_search} neighbours per row over {n} rows, "
+                 f"keeping the best {k}")
+        data = Xs if sp.issparse(Xs) else Xs.astype(np.float32)
+        cand, cand_dist = _nndescent_search(
+            data, n_search, metric="cosine",
+            random_state=rng.randint(np.iinfo(np.int32).max), n_jobs=n_jobs,
+            verbose=bool(verbose), kwds=self.nndescent_kwds)
+        if cand.ndim != 2 or cand.shape[0] != n:
+            raise RuntimeError(f"pynndescent returned a graph of shape {cand.shape} "
+                               f"for {n} rows.")
+        kept, bad = _select_candidates(cand, cand_dist, k)
+        good = np.setdiff1d(np.arange(n), bad, assume_unique=True)
+        distances = np.full((n, k), np.inf)
+        if good.size:
+            ii = np.repeat(good, k)
+            dist_good = _pair_distances(Xs, ii, kept[good].ravel()).reshape(-1, k)
+            # pynndescent orders by float32 distances; re-sort by exact ones.
+            order = np.lexsort((kept[good], dist_good), axis=-1)
+            kept[good] = np.take_along_axis(kept[good], order, axis=1)
+            distances[good] = np.take_along_axis(dist_good, order, axis=1)
+        XT = None
+        if bad.size:
+            if verbose:
+                _log(f"repairing {bad.size} rows by exact search")
+            XT = Xs.T.tocsr() if sp.issparse(Xs) else Xs.T
+            kept[bad], distances[bad] = _exact_knn(Xs, k, bad, XT=XT, n_jobs=n_jobs)
+        if np.any(kept < 0) or not np.all(np.isfinite(distances)):
+            raise RuntimeError("internal error: invalid neighbours after repair")
+        return kept, distances, int(bad.size), XT
+
+    # ------------------------------------------------------------------
+    # Laplacian
+    # ------------------------------------------------------------------
+    def _set_laplacian(self):
+        deg = self.degree_
+        nz = deg > 0
+        self.n_isolated_ = int(np.count_nonzero(~nz))
+        inv_sqrt = np.zeros_like(deg)
+        inv_sqrt[nz] = 1.0 / np.sqrt(deg[nz])  # D^{-1/2} of a zero degree is 0
+        self._inv_sqrt_degree = inv_sqrt
+        self._nonisolated = nz.astype(np.float64)
+        if self.normalized:
+            self.trace_ = float(np.count_nonzero(nz))
+        else:
+            self.trace_ = float(deg.sum())
+        self.scale_ = 1.0 / self.trace_ if self.trace_ > 0 else 0.0
+
+    def _apply_laplacian(self, Z):
+        W = self.adjacency_
+        if Z.ndim == 1:
+            col = lambda v: v  # noqa: E731
+        else:
+            col = lambda v: v[:, None]  # noqa: E731
+        if self.normalized:
+            s = col(self._inv_sqrt_degree)
+            return col(self._nonisolated) * Z - s * (W @ (s * Z))
+        return col(self.degree_) * Z - W @ Z
+
+    def laplacian_matvec(self, Z):
+        """Apply L^p to Z by p sparse products (L^p is never formed).
+
+        Parameters
+        ----------
+        Z : ndarray of shape (n_samples,) or (n_samples, m)
+            float32 or float64 (other real types are converted to float64).
+
+        Returns
+        -------
+        LZ : ndarray of the shape of Z
+            :math:`L^p Z`.  W and the degree vectors are float64, so the
+            products follow scipy/numpy type promotion: the result is float64
+            for float32 as well as float64 input.
+        """
+        check_is_fitted(self, "adjacency_")
+        if sp.issparse(Z):
+            raise TypeError("laplacian_matvec expects a dense array, got a sparse matrix.")
+        Z = np.asarray(Z)
+        if Z.dtype.kind not in "fc":
+            Z = Z.astype(np.float64)
+        n = self.n_samples_fit_
+        if Z.ndim not in (1, 2) or Z.shape[0] != n:
+            raise ValueError(f"Z must have shape ({n},) or ({n}, m), got {Z.shape}.")
+        out = Z
+        for _ in range(int(self.power)):
+            out = self._apply_laplacian(out)
+        return out
+
+    def laplacian_matrix(self, power=None):
+        """Return L (or L^power) as an explicit sparse CSR matrix.
+
+        For tests and small problems only: L^p fills in quickly with p.
+        Solvers should use :meth:`laplacian_matvec`.
+
+        Parameters
+        ----------
+        power : int or None, default=None
+            Power of L; None uses ``self.power``.
+        """
+        check_is_fitted(self, "adjacency_")
+        p = self.power if power is None else power
+        _check_power(p)
+        W = self.adjacency_
+        if self.normalized:
+            S = sp.diags(self._inv_sqrt_degree)
+            L = sp.diags(self._nonisolated) - S @ W @ S
+        else:
+            L = sp.diags(self.degree_) - W
+        L = sp.csr_matrix(L)
+        out = L
+        for _ in range(int(p) - 1):
+            out = out @ L
+        out = sp.csr_matrix(out)
+        out.eliminate_zeros()
+        out.sort_indices()
+        return out
+
+    def with_laplacian(self, normalized=None, power=None):
+        """Same graph, other Laplacian: a new fitted KNNGraph, no rebuild.
+
+        The neighbour arrays, the adjacency matrix and the degrees are
+        *shared* (not copied) with ``self``; only the normalisation and/or
+        the power differ.  Use it for model selection over p.
+
+        Parameters
+        ----------
+        normalized : bool or None
+            None keeps ``self.normalized``.
+        power : int or None
+            None keeps ``self.power``.
+
+        Returns
+        -------
+        graph : KNNGraph
+        """
+        check_is_fitted(self, "adjacency_")
+        params = self.get_params(deep=False)
+        if normalized is not None:
+            params["normalized"] = normalized
+        if power is not None:
+            params["power"] = power
+        new = type(self)(**params)
+        if not isinstance(new.normalized, (bool, np.bool_)):
+            raise ValueError(f"normalized must be True or False, got {new.normalized!r}.")
+        _check_power(new.power)
+        for name in ("neighbors_", "distances_", "adjacency_", "degree_", "heat_sigma_",
+                     "algorithm_", "recall_", "n_repaired_", "n_samples_fit_",
+                     "n_features_in_", "build_time_"):
+            setattr(new, name, getattr(self, name))
+        new._set_laplacian()
+        return new
+
+    # ------------------------------------------------------------------
+    # sharing, persistence
+    # ------------------------------------------------------------------
+    def __sklearn_clone__(self):
+        # A fitted graph is immutable and shared by many estimators: cloning
+        # an estimator that holds it must not throw the graph away.
+        if hasattr(self, "adjacency_"):
+            return self
+        return super().__sklearn_clone__()
+
+    def save(self, path):
+        """Save the fitted graph to ``path`` (NumPy ``.npz``, no pickle).
+
+        The file is written exactly at ``path`` (no suffix is added),
+        atomically: to a temporary file in the same directory, then renamed.
+        A ``random_state`` that is not an int or None is saved as None.
+        """
+        check_is_fitted(self, "adjacency_")
+        params = self.get_params(deep=False)
+        if not (params["random_state"] is None or _is_int(params["random_state"])):
+            params["random_state"] = None
+        params = {key: (int(v) if _is_int(v) else v) for key, v in params.items()}
+        meta = {
+            "heat_sigma_": self.heat_sigma_,
+            "algorithm_": self.algorithm_,
+            "recall_": self.recall_,
+            "n_repaired_": self.n_repaired_,
+            "n_samples_fit_": int(self.n_samples_fit_),
+            "n_features_in_": int(self.n_features_in_),
+            "build_time_": self.build_time_,
+        }
+        try:
+            params_json = json.dumps(params)
+            meta_json = json.dumps(meta)
+        except TypeError as exc:
+            raise ValueError(f"cannot save: a parameter is not JSON-serialisable ({exc}).") from exc
+        W = self.adjacency_
+        arrays = {
+            "format": np.array(_FORMAT_TAG),
+            "version": np.array(_FORMAT_VERSION, dtype=np.int64),
+            "params": np.array(params_json),
+            "meta": np.array(meta_json),
+            "neighbors": self.neighbors_,
+            "distances": self.distances_,
+            "adj_data": W.data,
+            "adj_indices": W.indices,
+            "adj_indptr": W.indptr,
+            "degree": self.degree_,
+        }
+        path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".knngraph-", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, **arrays)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    @classmethod
+    def load(cls, path):
+        """Load a graph written by :meth:`save`.
+
+        Raises
+        ------
+        ValueError
+            If the file is not a linlap KNNGraph file, is of an unsupported
+            version, or is corrupt/truncated/inconsistent.
+        """
+        path = os.fspath(path)
+        bad = f"{path!r} is not a valid linlap KNNGraph file"
+        try:
+            npz = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{bad}: {exc}") from exc
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ValueError(f"{bad}: not an .npz archive")
+        try:
+            with npz:
+                files = set(npz.files)
+                if "format" not in files or str(npz["format"][()]) != _FORMAT_TAG:
+                    raise ValueError(f"missing or foreign format tag (expected {_FORMAT_TAG!r})")
+                version = int(npz["version"][()])
+                if version != _FORMAT_VERSION:
+                    raise ValueError(f"unsupported format version {version} "
+                                     f"(this linlap reads version {_FORMAT_VERSION})")
+                data = {key: npz[key] for key in (
+                    "params", "meta", "neighbors", "distances", "adj_data", "adj_indices",
+                    "adj_indptr", "degree")}
+        except (ValueError, TypeError, KeyError, OSError, EOFError, zipfile.BadZipFile,
+                zlib_error) as exc:
+            raise ValueError(f"{bad}: {exc}") from exc
+        try:
+            params = json.loads(str(data["params"][()]))
+            meta = json.loads(str(data["meta"][()]))
+            graph = cls(**params)
+            graph._check_params()
+            _check_loaded_arrays(data, params, meta)
+        except (ValueError, TypeError, KeyError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{bad}: {exc}") from exc
+        n = int(meta["n_samples_fit_"])
+        graph.neighbors_ = data["neighbors"].astype(np.int64, copy=False)
+        graph.distances_ = data["distances"].astype(np.float64, copy=False)
+        graph.adjacency_ = sp.csr_matrix(
+            (data["adj_data"], data["adj_indices"], data["adj_indptr"]), shape=(n, n))
+        graph.degree_ = data["degree"].astype(np.float64, copy=False)
+        for key in ("heat_sigma_", "algorithm_", "recall_", "n_repaired_", "n_samples_fit_",
+                    "n_features_in_", "build_time_"):
+            setattr(graph, key, meta[key])
+        graph._set_laplacian()
+        return graph
+
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+
+def _check_power(p):
+    if not _is_int(p) or p < 1:
+        raise ValueError(f"power must be an integer >= 1, got {p!r}.")
+
+
+def _weights_matrix(neighbors, distances, weight, heat_sigma, symmetrize):
+    """Symmetric weight matrix W (CSR float64) and the heat σ used (or None)."""
+    n, k = neighbors.shape
+    sigma = None
+    if weight == "binary":
+        w = np.ones(n * k)
+    elif weight == "heat":
+        if heat_sigma is None:
+            sigma = float(np.mean(distances))
+            if not sigma > 0:  # every neighbour a duplicate: any scale works
+                sigma = 1.0
+        else:
+            sigma = float(heat_sigma)
+        w = np.exp(-(distances.ravel() ** 2) / (2.0 * sigma * sigma))
+    else:  # cosine similarity of unit vectors, clipped so that W >= 0
+        w = np.maximum(0.0, 1.0 - 0.5 * distances.ravel() ** 2)
+    rows = np.repeat(np.arange(n), k)
+    # neighbours are distinct and never the row itself, so no (i, j) repeats
+    A = sp.csr_matrix((w, (rows, neighbors.ravel())), shape=(n, n))
+    AT = sp.csr_matrix(A.T)
+    W = A.maximum(AT) if symmetrize == "union" else A.minimum(AT)
+    W = sp.csr_matrix(W, dtype=np.float64)
+    W.eliminate_zeros()  # underflowed heat / orthogonal cosine weights: no edge
+    W.sort_indices()
+    return W, sigma
+
+
+def _check_loaded_arrays(data, params, meta):
+    nb, dist = data["neighbors"], data["distances"]
+    n = int(meta["n_samples_fit_"])
+    k = int(params["n_neighbors"])
+    if nb.dtype.kind not in "iu" or nb.shape != (n, k):
+        raise ValueError(f"neighbors array has shape {nb.shape} / dtype {nb.dtype}, "
+                         f"expected ({n}, {k}) integers")
+    if dist.dtype.kind != "f" or dist.shape != (n, k):
+        raise ValueError(f"distances array has shape {dist.shape}, expected ({n}, {k})")
+    if nb.size and (nb.min() < 0 or nb.max() >= n):
+        raise ValueError("neighbor indices out of range")
+    if not np.all(np.isfinite(dist)) or (dist.size and dist.min() < 0):
+        raise ValueError("distances must be finite and >= 0")
+    indptr, indices, values = data["adj_indptr"], data["adj_indices"], data["adj_data"]
+    if indptr.ndim != 1 or indptr.shape[0] != n + 1 or indptr.dtype.kind not in "iu":
+        raise ValueError(f"adjacency indptr has shape {indptr.shape}, expected ({n + 1},)")
+    if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != indices.shape[0] \
+            or indices.shape != values.shape or indices.ndim != 1:
+        raise ValueError("adjacency arrays are inconsistent (truncated?)")
+    if indices.size and (indices.min() < 0 or indices.max() >= n):
+        raise ValueError("adjacency column indices out of range")
+    if values.dtype.kind != "f" or not np.all(np.isfinite(values)) or np.any(values <= 0):
+        raise ValueError("adjacency weights must be finite and > 0")
+    W = sp.csr_matrix((values, indices, indptr), shape=(n, n))
+    if W.diagonal().any():
+        raise ValueError("adjacency has a nonzero diagonal")
+    if (W != W.T).nnz:
+        raise ValueError("adjacency matrix is not symmetric")
+    deg = data["degree"]
+    if deg.shape != (n,) or not np.allclose(deg, np.asarray(W.sum(axis=1)).ravel(),
+                                            rtol=1e-10, atol=1e-12):
+        raise ValueError("degree vector does not match the adjacency matrix")

@@ -1,0 +1,568 @@
+"""Tests of linlap.graph.KNNGraph against dense reference computations."""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.neighbors import NearestNeighbors
+from sklearn.preprocessing import normalize
+
+import linlap.graph as graph_mod
+from linlap.graph import KNNGraph
+
+
+# ----------------------------------------------------------------------------
+# data
+# ----------------------------------------------------------------------------
+
+def random_sparse(n=120, d=40, density=0.15, seed=0):
+    """Nonnegative random sparse rows, none empty, not normalised."""
+    rng = np.random.RandomState(seed)
+    X = sp.random(n, d, density=density, random_state=rng, format="lil",
+                  data_rvs=lambda m: rng.uniform(0.1, 3.0, m))
+    for i in range(n):  # no empty row
+        if X.rows[i] == []:
+            X[i, rng.randint(d)] = 1.0
+    return X.tocsr()
+
+
+def topic_docs(n=2000, vocab=600, topics=15, length=40, seed=0):
+    """Bag-of-words documents drawn from a few topics, TF-IDF weighted."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    rng = np.random.RandomState(seed)
+    topic_words = rng.dirichlet(np.full(vocab, 0.05), size=topics)
+    z = rng.randint(topics, size=n)
+    rows, cols = [], []
+    for i in range(n):
+        words = rng.choice(vocab, size=length, p=topic_words[z[i]])
+        rows.extend([i] * length)
+        cols.extend(words)
+    C = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, vocab))
+    C.sum_duplicates()
+    return TfidfTransformer(sublinear_tf=True).fit_transform(C).tocsr()
+
+
+def dense_cos(X):
+    Xn = normalize(X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float))
+    return Xn @ Xn.T
+
+
+def ref_laplacian(W, normalized):
+    W = W.toarray() if sp.issparse(W) else W
+    deg = W.sum(axis=1)
+    if not normalized:
+        return np.diag(deg) - W
+    s = np.zeros_like(deg)
+    s[deg > 0] = 1 / np.sqrt(deg[deg > 0])
+    return np.diag((deg > 0).astype(float)) - s[:, None] * W * s[None, :]
+
+
+@pytest.fixture(scope="module")
+def X_small():
+    return random_sparse()
+
+
+# ----------------------------------------------------------------------------
+# exact search
+# ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "dense", "float32"])
+def test_exact_neighbors_match_sklearn(X_small, fmt):
+    X = {"csr": X_small, "csc": X_small.tocsc(), "dense": X_small.toarray(),
+         "float32": X_small.astype(np.float32)}[fmt]
+    k = 7
+    g = KNNGraph(weight="binary", power=1, n_neighbors=k, algorithm="exact").fit(X)
+    nn = NearestNeighbors(n_neighbors=k + 1, metric="cosine", algorithm="brute")
+    dist, ind = nn.fit(X_small).kneighbors(X_small)
+    assert np.array_equal(ind[:, 0], np.arange(X_small.shape[0]))  # no duplicates here
+    np.testing.assert_array_equal(g.neighbors_, ind[:, 1:])
+    # d = sqrt(2 - 2 cos) = sqrt(2 * cosine_distance)
+    tol = 1e-5 if fmt == "float32" else 1e-10
+    np.testing.assert_allclose(g.distances_, np.sqrt(2 * np.maximum(dist[:, 1:], 0)),
+                               atol=tol)
+    assert g.neighbors_.shape == (X_small.shape[0], k)
+    assert g.algorithm_ == "exact" and g.recall_ is None and g.n_repaired_ == 0
+    assert set(g.build_time_) >= {"search", "weights", "total"}
+    assert g.n_samples_fit_ == X_small.shape[0] and g.n_features_in_ == X_small.shape[1]
+
+
+def test_exact_blocked_search_matches_unblocked(X_small, monkeypatch):
+    g_ref = KNNGraph(weight="binary", power=1, n_neighbors=5, algorithm="exact").fit(X_small)
+    # a tiny memory budget forces many small blocks; two threads too
+    monkeypatch.setattr(graph_mod, "_EXACT_MEMORY_BUDGET", 24 * 120 * 7)
+    g = KNNGraph(weight="binary", power=1, n_neighbors=5, algorithm="exact", n_jobs=2).fit(X_small)
+    np.testing.assert_array_equal(g.neighbors_, g_ref.neighbors_)
+    np.testing.assert_array_equal(g.distances_, g_ref.distances_)
+
+
+def test_user_X_not_modified(X_small):
+    X = X_small.copy()
+    X.data *= 3.0  # unnormalised rows
+    X = X.tocsr()
+    X.indices = X.indices.copy()
+    before = (X.data.copy(), X.indices.copy(), X.indptr.copy())
+    KNNGraph(weight="binary", power=1, n_neighbors=4).fit(X)
+    assert np.array_equal(X.data, before[0])
+    assert np.array_equal(X.indices, before[1])
+    assert np.array_equal(X.indptr, before[2])
+    D = X.toarray()
+    D0 = D.copy()
+    KNNGraph(power=1, n_neighbors=4, weight="cosine").fit(D)
+    assert np.array_equal(D, D0)
+
+
+# ----------------------------------------------------------------------------
+# weights and symmetrisation
+# ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("weight", ["binary", "heat", "cosine"])
+@pytest.mark.parametrize("symmetrize", ["union", "mutual"])
+def test_adjacency_structure(X_small, weight, symmetrize):
+    g = KNNGraph(power=1, n_neighbors=6, weight=weight, symmetrize=symmetrize).fit(X_small)
+    W = g.adjacency_
+    assert sp.isspmatrix_csr(W) and W.dtype == np.float64
+    assert W.has_sorted_indices
+    assert (W != W.T).nnz == 0
+    assert not W.diagonal().any()
+    assert np.all(W.data > 0)
+    np.testing.assert_allclose(g.degree_, W.toarray().sum(axis=1))
+
+
+def test_union_and_mutual_edge_sets(X_small):
+    k = 5
+    gu = KNNGraph(weight="binary", power=1, n_neighbors=k, symmetrize="union").fit(X_small)
+    gm = KNNGraph(weight="binary", power=1, n_neighbors=k, symmetrize="mutual").fit(X_small)
+    n = X_small.shape[0]
+    A = np.zeros((n, n), dtype=bool)
+    A[np.repeat(np.arange(n), k), gu.neighbors_.ravel()] = True
+    np.testing.assert_array_equal(gu.adjacency_.toarray() > 0, A | A.T)
+    np.testing.assert_array_equal(gm.adjacency_.toarray() > 0, A & A.T)
+    # union contains mutual
+    assert ((gm.adjacency_ > 0).astype(int) - (gu.adjacency_ > 0).astype(int)).max() <= 0
+    assert gm.adjacency_.nnz < gu.adjacency_.nnz
+
+
+def test_weight_formulas_by_hand(X_small):
+    k = 4
+    C = dense_cos(X_small)
+    edges = [(i, None) for i in (0, 17, 55, 119)]
+    g_bin = KNNGraph(power=1, n_neighbors=k, weight="binary").fit(X_small)
+    g_heat = KNNGraph(power=1, n_neighbors=k, weight="heat", heat_sigma=0.7).fit(X_small)
+    g_auto = KNNGraph(power=1, n_neighbors=k, weight="heat").fit(X_small)
+    g_cos = KNNGraph(power=1, n_neighbors=k, weight="cosine").fit(X_small)
+    assert g_heat.heat_sigma_ == 0.7
+    sigma = g_auto.distances_.mean()
+    assert g_auto.heat_sigma_ == pytest.approx(sigma)
+    assert g_bin.heat_sigma_ is None
+    for i, _ in edges:
+        for j in g_bin.neighbors_[i][[0, -1]]:
+            d2 = 2 - 2 * C[i, j]
+            assert g_bin.adjacency_[i, j] == 1.0
+            assert g_heat.adjacency_[i, j] == pytest.approx(np.exp(-d2 / (2 * 0.7 ** 2)))
+            assert g_auto.adjacency_[i, j] == pytest.approx(np.exp(-d2 / (2 * sigma ** 2)))
+            assert g_cos.adjacency_[i, j] == pytest.approx(C[i, j])
+
+
+def test_cosine_weight_clipped_at_zero():
+    # Orthogonal neighbours (cos = 0) give no edge; negative cosines are clipped.
+    X = np.array([[1.0, 0, 0], [0.9, 0.1, 0], [0, 0, 1.0], [-1.0, 0, 0.05]])
+    g = KNNGraph(power=1, n_neighbors=1, weight="cosine").fit(X)
+    assert np.all(g.adjacency_.data > 0)
+    assert np.all(np.isfinite(g.laplacian_matvec(np.ones(4))))
+
+
+# ----------------------------------------------------------------------------
+# Laplacian
+# ----------------------------------------------------------------------------
+
+def test_unnormalized_laplacian(X_small):
+    g = KNNGraph(power=1, n_neighbors=5, weight="heat", normalized=False).fit(X_small)
+    n = X_small.shape[0]
+    np.testing.assert_allclose(g.laplacian_matvec(np.ones(n)), 0, atol=1e-12)
+    L = g.laplacian_matrix().toarray()
+    np.testing.assert_allclose(L, ref_laplacian(g.adjacency_, False), atol=1e-13)
+    assert g.trace_ == pytest.approx(g.adjacency_.sum())
+    assert g.scale_ == pytest.approx(1 / g.adjacency_.sum())
+    assert np.linalg.eigvalsh(L).min() > -1e-10
+
+
+def test_normalized_laplacian(X_small):
+    g = KNNGraph(power=1, n_neighbors=5, weight="cosine", normalized=True).fit(X_small)
+    n = X_small.shape[0]
+    W = g.adjacency_.toarray()
+    Dm = np.diag(1 / np.sqrt(W.sum(axis=1)))
+    L_ref = np.eye(n) - Dm @ W @ Dm
+    L = g.laplacian_matrix().toarray()
+    np.testing.assert_allclose(L, L_ref, atol=1e-13)
+    ev = np.linalg.eigvalsh(L)
+    assert ev.min() > -1e-10 and ev.max() < 2 + 1e-10
+    # D^{1/2} 1 is in the null space
+    np.testing.assert_allclose(g.laplacian_matvec(np.sqrt(W.sum(axis=1))), 0, atol=1e-12)
+    assert g.trace_ == n and g.scale_ == pytest.approx(1 / n)
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_matvec_power_matches_dense(X_small, normalized, p):
+    g = KNNGraph(n_neighbors=6, weight="heat", normalized=normalized, power=p).fit(X_small)
+    n = X_small.shape[0]
+    Lp = np.linalg.matrix_power(ref_laplacian(g.adjacency_, normalized), p)
+    rng = np.random.RandomState(p)
+    z, Z = rng.randn(n), rng.randn(n, 3)
+    np.testing.assert_allclose(g.laplacian_matvec(z), Lp @ z, atol=1e-10)
+    np.testing.assert_allclose(g.laplacian_matvec(Z), Lp @ Z, atol=1e-10)
+    out32 = g.laplacian_matvec(Z.astype(np.float32))
+    assert out32.shape == Z.shape and out32.dtype == np.float64
+    np.testing.assert_allclose(out32, Lp @ Z.astype(np.float32), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(g.laplacian_matrix().toarray(), Lp, atol=1e-10)
+    np.testing.assert_allclose(g.laplacian_matrix(power=1).toarray(),
+                               ref_laplacian(g.adjacency_, normalized), atol=1e-12)
+    # the trace is that of L, whatever the power
+    assert g.trace_ == pytest.approx(np.trace(ref_laplacian(g.adjacency_, normalized)))
+
+
+def test_matvec_input_checks(X_small):
+    g = KNNGraph(weight="binary", power=1, n_neighbors=3).fit(X_small)
+    with pytest.raises(ValueError, match="shape"):
+        g.laplacian_matvec(np.ones(5))
+    with pytest.raises(TypeError):
+        g.laplacian_matvec(sp.eye(X_small.shape[0]))
+    assert g.laplacian_matvec(np.ones(X_small.shape[0], dtype=int)).dtype == np.float64
+
+
+# ----------------------------------------------------------------------------
+# degenerate inputs
+# ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("weight", ["binary", "heat", "cosine"])
+@pytest.mark.parametrize("normalized", [True, False])
+def test_duplicates_give_finite_values(weight, normalized):
+    X = random_sparse(n=30, d=12, seed=3).toarray()
+    X = np.vstack([X, X[:10], 2 * X[:5]])  # exact and scaled duplicates
+    g = KNNGraph(n_neighbors=3, weight=weight, normalized=normalized, power=2).fit(X)
+    assert np.all(np.isfinite(g.distances_)) and np.all(np.isfinite(g.adjacency_.data))
+    # row 30 duplicates row 0: its nearest neighbour is at distance 0, weight 1
+    assert g.distances_[30, 0] == pytest.approx(0, abs=1e-7)
+    j = g.neighbors_[30, 0]
+    assert j != 30 and g.adjacency_[30, j] == pytest.approx(1.0)
+    assert np.all(np.isfinite(g.laplacian_matvec(np.random.RandomState(0).randn(len(X), 2))))
+    assert np.all(np.isfinite(g.laplacian_matrix().data))
+
+
+def test_all_duplicates_heat_sigma_falls_back():
+    X = np.repeat(np.eye(3) + 0.1, 4, axis=0)  # 3 groups of 4 identical rows
+    g = KNNGraph(power=1, n_neighbors=3, weight="heat").fit(X)
+    np.testing.assert_allclose(g.distances_, 0, atol=1e-7)
+    assert g.heat_sigma_ == 1.0
+    np.testing.assert_allclose(g.adjacency_.data, 1.0)
+    # neighbours never include the row itself, even though all hits tie
+    assert not np.any(g.neighbors_ == np.arange(12)[:, None])
+
+
+def test_isolated_nodes_with_mutual():
+    # Points on an arc: the outlier's nearest neighbour (row 2) prefers row 1,
+    # so with k=1 and the mutual rule the outlier is isolated.
+    ang = np.array([0.0, 0.1, 0.2, 1.2])
+    X = np.c_[np.cos(ang), np.sin(ang)] + 1e-3
+    for normalized in (True, False):
+        g = KNNGraph(power=1, n_neighbors=1, symmetrize="mutual", normalized=normalized,
+                     weight="heat").fit(X)
+        assert g.degree_[3] == 0 and g.n_isolated_ >= 1
+        L = g.laplacian_matrix().toarray()
+        assert np.all(np.isfinite(L))
+        assert not L[3].any() and not L[:, 3].any()
+        np.testing.assert_allclose(L, ref_laplacian(g.adjacency_, normalized), atol=1e-13)
+        z = np.arange(4.0)
+        np.testing.assert_allclose(g.laplacian_matvec(z), L @ z, atol=1e-13)
+        if normalized:
+            assert g.trace_ == 4 - g.n_isolated_
+        else:
+            assert g.trace_ == pytest.approx(g.degree_.sum())
+
+
+def test_empty_rows_raise():
+    X = random_sparse(n=20, d=10).tolil()
+    X[3, :] = 0
+    X[11, :] = 0
+    X = X.tocsr()
+    with pytest.raises(ValueError, match=r"2 empty row.*\[3, 11\].*must be removed"):
+        KNNGraph(weight="binary", power=1, n_neighbors=2).fit(X)
+    with pytest.raises(ValueError, match=r"2 empty row.*\[3, 11\]"):
+        KNNGraph(weight="binary", power=1, n_neighbors=2).fit(X.toarray())
+    # an explicitly stored zero does not make a row non-empty
+    Xz = X.copy()
+    Xz.data[Xz.indptr[5]:Xz.indptr[6]] = 0.0
+    with pytest.raises(ValueError, match="3 empty row"):
+        KNNGraph(weight="binary", power=1, n_neighbors=2).fit(Xz)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_raise(bad):
+    X = random_sparse(n=20, d=10)
+    Xs = X.copy()
+    Xs.data[4] = bad
+    Xd = X.toarray()
+    Xd[2, 3] = bad
+    name = "NaN" if np.isnan(bad) else "inf"
+    for Xb in (Xs, Xd):
+        with pytest.raises(ValueError, match="non-finite") as exc:
+            KNNGraph(weight="binary", power=1, n_neighbors=2).fit(Xb)
+        assert f"1 {name}" in str(exc.value)
+
+
+def test_bad_shapes_and_params_raise(X_small):
+    n = X_small.shape[0]
+    with pytest.raises(ValueError, match=rf"n_neighbors={n}.*n_samples={n}"):
+        KNNGraph(weight="binary", power=1, n_neighbors=n).fit(X_small)
+    with pytest.raises(ValueError, match=rf"n_neighbors={n + 5}.*n_samples={n}"):
+        KNNGraph(weight="binary", power=1, n_neighbors=n + 5).fit(X_small)
+    with pytest.raises(ValueError, match="2-D"):
+        KNNGraph().fit(np.ones(5))
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        KNNGraph(weight="binary", power=1, n_neighbors=1).fit(np.ones((1, 3)))
+    bad_params = [dict(n_neighbors=0), dict(n_neighbors=2.5), dict(weight="gauss"),
+                  dict(heat_sigma=0.0), dict(heat_sigma=-1.0), dict(symmetrize="both"),
+                  dict(power=0), dict(power=1.5), dict(space="lsa"), dict(algorithm="hnsw"),
+                  dict(n_search_neighbors=3), dict(recall_sample=-1), dict(normalized="yes"),
+                  dict(nndescent_kwds={"metric": "euclidean"}), dict(n_components=0)]
+    for params in bad_params:
+        kw = dict(n_neighbors=3, weight="binary", power=1)
+        kw.update(params)
+        with pytest.raises(ValueError):
+            KNNGraph(**kw).fit(X_small)
+    with pytest.raises(ValueError, match="n_components"):
+        KNNGraph(weight="binary", power=1, n_neighbors=3, space="svd", n_components=500).fit(X_small)
+
+
+def test_not_fitted_errors():
+    g = KNNGraph()
+    for call in (lambda: g.laplacian_matvec(np.ones(3)), g.laplacian_matrix,
+                 g.with_laplacian, lambda: g.save("x.npz")):
+        with pytest.raises(NotFittedError):
+            call()
+
+
+# ----------------------------------------------------------------------------
+# SVD space
+# ----------------------------------------------------------------------------
+
+def test_svd_space_full_rank_matches_tfidf(X_small):
+    # A full-rank SVD is a rotation: the neighbours cannot change.
+    d = X_small.shape[1]
+    g = KNNGraph(weight="binary", power=1, n_neighbors=5, space="svd", n_components=d, random_state=0).fit(X_small)
+    g0 = KNNGraph(weight="binary", power=1, n_neighbors=5).fit(X_small)
+    np.testing.assert_array_equal(g.neighbors_, g0.neighbors_)
+    np.testing.assert_allclose(g.distances_, g0.distances_, atol=1e-8)
+    assert "svd" in g.build_time_
+    g_low = KNNGraph(weight="binary", power=1, n_neighbors=5, space="svd", n_components=5, random_state=0).fit(X_small)
+    assert (g_low.neighbors_ != g0.neighbors_).any()
+
+
+# ----------------------------------------------------------------------------
+# approximate search
+# ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def docs():
+    return topic_docs()
+
+
+def test_nndescent_recall(docs):
+    k = 10
+    g = KNNGraph(weight="binary", power=1, n_neighbors=k, algorithm="nndescent", recall_sample=300,
+                 random_state=0).fit(docs)
+    g_ex = KNNGraph(weight="binary", power=1, n_neighbors=k, algorithm="exact").fit(docs)
+    assert g.algorithm_ == "nndescent"
+    assert 0.0 <= g.recall_ <= 1.0
+    assert g.recall_ >= 0.8
+    assert "recall" in g.build_time_
+    assert g.neighbors_.min() >= 0
+    assert not np.any(g.neighbors_ == np.arange(docs.shape[0])[:, None])
+    # recall over all rows, tie-aware, against the exact graph
+    overall = np.mean(g.distances_ <= g_ex.distances_[:, -1:] + 1e-9)
+    assert overall >= 0.8
+    assert abs(overall - g.recall_) < 0.1
+    # distances are exact for the edges found: nearest first, and never
+    # better than the exact ones
+    assert np.all(np.diff(g.distances_, axis=1) >= 0)
+    assert np.all(g.distances_ >= g_ex.distances_ - 1e-9)
+    C = docs[:50].multiply(docs[g.neighbors_[:50, 0]]).sum(axis=1).A.ravel()
+    np.testing.assert_allclose(g.distances_[:50, 0], np.sqrt(np.maximum(0, 2 - 2 * C)))
+    W = g.adjacency_
+    assert (W != W.T).nnz == 0
+
+
+def _fake_nndescent(corrupt):
+    """A stand-in for pynndescent: exact neighbours (self first), then corrupted."""
+    calls = {}
+
+    def fake(X, n_neighbors, *, metric, random_state, n_jobs, verbose, kwds):
+        calls["args"] = dict(n_neighbors=n_neighbors, metric=metric, kwds=kwds,
+                             dtype=X.dtype, sparse=sp.issparse(X))
+        Xn = X.astype(np.float64)
+        ind, dist = graph_mod._exact_knn(Xn, n_neighbors - 1)
+        n = X.shape[0]
+        ind = np.c_[np.arange(n), ind].astype(np.int32)
+        dist = np.c_[np.zeros(n), dist].astype(np.float32)
+        corrupt(ind, dist)
+        return ind, dist
+
+    return fake, calls
+
+
+def test_nndescent_minus_one_rows_are_repaired(X_small, monkeypatch):
+    n, k = X_small.shape[0], 5
+
+    def corrupt(ind, dist):
+        ind[3, 2:] = -1              # too few neighbours
+        dist[3, 2:] = np.inf
+        ind[7, :] = -1               # nothing found
+        ind[10, 4] = -1              # a hole in the kept range
+        dist[20, 1] = np.inf         # infinite distance among the kept
+        ind[25, 2] = ind[25, 1]      # a repeated neighbour
+        ind[40, 0] = ind[40, 1]      # self missing: still fine (no repair)
+        ind[40, 1] = 40              # self not first
+    fake, calls = _fake_nndescent(corrupt)
+    monkeypatch.setattr(graph_mod, "_nndescent_search", fake)
+    g = KNNGraph(weight="binary", power=1, n_neighbors=k, algorithm="nndescent", n_search_neighbors=8,
+                 recall_sample=50, random_state=0).fit(X_small)
+    g_ex = KNNGraph(weight="binary", power=1, n_neighbors=k, algorithm="exact").fit(X_small)
+    assert calls["args"]["n_neighbors"] == 8 and calls["args"]["metric"] == "cosine"
+    assert g.n_repaired_ == 5
+    assert g.neighbors_.min() >= 0
+    assert np.all(np.isfinite(g.distances_))
+    np.testing.assert_array_equal(g.neighbors_, g_ex.neighbors_)
+    np.testing.assert_allclose(g.distances_, g_ex.distances_, atol=1e-12)
+    assert g.recall_ == 1.0
+    np.testing.assert_array_equal(g.adjacency_.toarray(), g_ex.adjacency_.toarray())
+    # -1 never became an edge (it would show up as column n - 1)
+    A = g.adjacency_.toarray()
+    assert A[n - 1].sum() == g_ex.adjacency_.toarray()[n - 1].sum()
+
+
+def test_nndescent_auto_and_svd_paths(X_small, monkeypatch):
+    def corrupt(ind, dist):
+        ind[0, :] = -1
+    fake, calls = _fake_nndescent(corrupt)
+    monkeypatch.setattr(graph_mod, "_nndescent_search", fake)
+    g = KNNGraph(weight="binary", power=1, n_neighbors=4, exact_max_samples=50, space="svd", n_components=10,
+                 random_state=0, recall_sample=0).fit(X_small)
+    assert g.algorithm_ == "nndescent" and g.recall_ is None and g.n_repaired_ == 1
+    assert calls["args"]["dtype"] == np.float32 and not calls["args"]["sparse"]
+    assert calls["args"]["n_neighbors"] == 30  # max(3k, 30)
+    g_ex = KNNGraph(weight="binary", power=1, n_neighbors=4, algorithm="exact", space="svd", n_components=10,
+                    random_state=0).fit(X_small)
+    np.testing.assert_array_equal(g.neighbors_, g_ex.neighbors_)
+
+
+# ----------------------------------------------------------------------------
+# sharing, clone, persistence
+# ----------------------------------------------------------------------------
+
+def test_with_laplacian_shares_and_is_correct(X_small):
+    g = KNNGraph(n_neighbors=5, weight="heat", normalized=True, power=1).fit(X_small)
+    g2 = g.with_laplacian(normalized=False, power=2)
+    for name in ("neighbors_", "distances_", "degree_"):
+        assert np.shares_memory(getattr(g, name), getattr(g2, name))
+    assert g2.adjacency_ is g.adjacency_
+    assert g2.normalized is False and g2.power == 2
+    assert g.normalized is True and g.power == 1
+    ref = KNNGraph(n_neighbors=5, weight="heat", normalized=False, power=2).fit(X_small)
+    z = np.random.RandomState(0).randn(X_small.shape[0], 2)
+    np.testing.assert_allclose(g2.laplacian_matvec(z), ref.laplacian_matvec(z), atol=1e-12)
+    assert g2.trace_ == pytest.approx(ref.trace_)
+    np.testing.assert_allclose(g.with_laplacian(power=3).laplacian_matvec(z),
+                               g.laplacian_matvec(g.laplacian_matvec(g.laplacian_matvec(z))))
+    with pytest.raises(ValueError):
+        g.with_laplacian(power=0)
+
+
+def test_clone_semantics(X_small):
+    g = KNNGraph(power=1, n_neighbors=4, weight="cosine")
+    c = clone(g)
+    assert c is not g and c.get_params() == g.get_params()
+    g.fit(X_small)
+    assert clone(g) is g
+    assert not hasattr(clone(KNNGraph(weight="binary", power=1, n_neighbors=4)), "adjacency_")
+
+
+def test_save_load_round_trip(X_small, tmp_path):
+    g = KNNGraph(n_neighbors=5, weight="heat", symmetrize="mutual", normalized=False,
+                 power=2, random_state=3).fit(X_small)
+    path = tmp_path / "graph.knn"
+    g.save(path)
+    assert os.listdir(tmp_path) == ["graph.knn"]  # no suffix added, no temp file left
+    h = KNNGraph.load(path)
+    assert h.get_params() == g.get_params()
+    for name in ("neighbors_", "distances_", "degree_"):
+        np.testing.assert_array_equal(getattr(h, name), getattr(g, name))
+    assert (h.adjacency_ != g.adjacency_).nnz == 0
+    for name in ("trace_", "scale_", "heat_sigma_", "recall_", "n_repaired_",
+                 "n_samples_fit_", "n_features_in_", "algorithm_", "n_isolated_"):
+        assert getattr(h, name) == getattr(g, name)
+    z = np.random.RandomState(0).randn(X_small.shape[0])
+    np.testing.assert_array_equal(h.laplacian_matvec(z), g.laplacian_matvec(z))
+    # overwrite in place
+    g.with_laplacian(power=1).save(path)
+    assert KNNGraph.load(path).power == 1
+
+
+def test_load_rejects_bad_files(X_small, tmp_path):
+    g = KNNGraph(weight="binary", power=1, n_neighbors=4).fit(X_small)
+    good = tmp_path / "good.npz"
+    g.save(good)
+    raw = good.read_bytes()
+
+    cases = {}
+    cases["truncated"] = raw[: len(raw) // 2]
+    cases["garbage"] = b"this is not a graph" * 10
+    cases["empty"] = b""
+    for name, content in cases.items():
+        p = tmp_path / f"{name}.npz"
+        p.write_bytes(content)
+        with pytest.raises(ValueError, match="not a valid linlap KNNGraph file"):
+            KNNGraph.load(p)
+
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, a=np.arange(3))
+    with pytest.raises(ValueError, match="format tag"):
+        KNNGraph.load(foreign)
+    npy = tmp_path / "array.npy"
+    np.save(npy, np.arange(3))
+    with pytest.raises(ValueError, match="not an .npz archive"):
+        KNNGraph.load(npy)
+
+    with np.load(good) as f:
+        arrays = {key: f[key] for key in f.files}
+
+    def tampered(**changes):
+        p = tmp_path / "tampered.npz"
+        np.savez(p, **{**arrays, **changes})
+        return p
+
+    data = arrays["adj_data"].copy()
+    data[0] = 5.0
+    with pytest.raises(ValueError, match="symmetric|degree"):
+        KNNGraph.load(tampered(adj_data=data))
+    with pytest.raises(ValueError, match="neighbors"):
+        KNNGraph.load(tampered(neighbors=arrays["neighbors"][:-1]))
+    with pytest.raises(ValueError, match="inconsistent"):
+        KNNGraph.load(tampered(adj_indices=arrays["adj_indices"][:-3],
+                               adj_data=arrays["adj_data"][:-3]))
+    with pytest.raises(ValueError, match="version"):
+        KNNGraph.load(tampered(version=np.array(99)))
+    missing = {k: v for k, v in arrays.items() if k != "degree"}
+    p = tmp_path / "missing.npz"
+    np.savez(p, **missing)
+    with pytest.raises(ValueError, match="not a valid"):
+        KNNGraph.load(p)
+
+
+def test_verbose_reports_steps(X_small, capsys):
+    KNNGraph(weight="binary", power=1, n_neighbors=3, verbose=True).fit(X_small)
+    out = capsys.readouterr().out
+    assert "exact 3-NN search" in out and "trace(L)" in out
