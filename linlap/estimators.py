@@ -13,8 +13,10 @@ from sklearn.utils.validation import validate_data
 from ._labels import marker_mask
 from .graph import KNNGraph
 from .solvers.laprls import laprls_linear
+from .solvers.newton import lapsvm_newton
+from .solvers.tinv import lapsvm_tinv
 
-__all__ = ["LapRLSClassifier"]
+__all__ = ["LapRLSClassifier", "LapSVMClassifier"]
 
 #: k of the graph an estimator builds when none is given (capped at n - 1).
 DEFAULT_N_NEIGHBORS = KNNGraph().n_neighbors
@@ -265,3 +267,122 @@ class LapRLSClassifier(_LinearLapClassifier):
             fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
             init=init, callback=self._progress_callback("LapRLS"),
         )
+
+
+class LapSVMClassifier(_LinearLapClassifier):
+    """Linear Laplacian SVM (seed 004 §4.2).
+
+    Fits ``f(x) = w·x + b`` on labeled and unlabeled rows by minimising, per class
+    (one-vs-rest, ±1 targets; a single column for binary problems),
+
+        J(w, b) = (1/l) Σ_{i labeled} V(y_i, f(x_i)) + γ_A ‖w‖² + γ_I s fᵀ L^p f
+
+    with the squared hinge ``V = max(0, 1 − y f)²`` (or the hinge, ``solver='tinv'``
+    only), ``f`` the decision values of all n training rows, ``L^p`` the Laplacian
+    of :class:`~linlap.KNNGraph` raised to its ``power`` and ``s = 1/trace(L)`` —
+    the same scaling as :class:`LapRLSClassifier`. The bias is not penalised.
+
+    Parameters
+    ----------
+    gamma_A : float, default=1e-4
+        Weight γ_A of ``‖w‖²``.
+    gamma_I : float, default=10.0
+        Weight γ_I of the graph smoothness penalty.
+    solver : {'newton', 'tinv'}, default='newton'
+        'newton': L2-SVM modified finite Newton (Keerthi & DeCoste 2005) with the
+        graph term; each step solves a LapRLS-like system on the active labeled
+        rows by CG through X (all classes share each product), then an exact line
+        search. Scales to millions of documents. 'tinv': T⁻¹ preprocessing — the
+        dense d × d Cholesky factor of ``γ_A I + γ_I s XᵀL^pX`` maps the l labeled
+        rows to a standard SVM; for small d only (refused over ``memory_budget``),
+        and the factor is reused by later fits with the same graph and γ_I/γ_A.
+    loss : {'squared_hinge', 'hinge'}, default='squared_hinge'
+        'hinge' needs ``solver='tinv'``.
+    graph : KNNGraph or None, default=None
+        As in :class:`LapRLSClassifier`.
+    class_prior : None, 'labeled', array-like or dict, default=None
+        Class-balance constraint on the mean decision value over the unlabeled
+        rows (``solver='newton'`` only), as in :class:`LapRLSClassifier`.
+    unlabeled : object, default=-1
+        Marker of unlabeled rows in ``y``.
+    fit_intercept : bool, default=True
+    tol : float, default=1e-6
+        Newton: stop when the active sets are unchanged and the relative decrease of
+        J is below tol. T⁻¹: tolerance of the l-row SVM solver.
+    max_iter : int, default=50
+        Newton steps (or the l-row solver's iterations for 'tinv').
+    memory_budget : int, default=2**30
+        Bytes allowed for the dense d × d factor of ``solver='tinv'``.
+    warm_start : bool, default=False
+        Start Newton from the previous fit's solution.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, transduction_, graph_, n_features_in_
+        As in :class:`LapRLSClassifier`.
+    n_iter_ : int
+        Newton steps (or l-row solver iterations for 'tinv').
+    """
+
+    def __init__(self, gamma_A=1e-4, gamma_I=10.0, *, solver="newton", loss="squared_hinge",
+                 graph=None, class_prior=None, unlabeled=-1, fit_intercept=True, tol=1e-6,
+                 max_iter=50, memory_budget=2**30, warm_start=False, verbose=0):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.solver = solver
+        self.loss = loss
+        self.graph = graph
+        self.class_prior = class_prior
+        self.unlabeled = unlabeled
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_budget = memory_budget
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    def _check_params(self):
+        super()._check_params()
+        if self.solver not in ("newton", "tinv"):
+            raise ValueError(f"solver must be 'newton' or 'tinv', got {self.solver!r}.")
+        if self.loss not in ("squared_hinge", "hinge"):
+            raise ValueError(f"loss must be 'squared_hinge' or 'hinge', got {self.loss!r}.")
+        if self.solver == "newton" and self.loss != "squared_hinge":
+            raise ValueError("solver='newton' minimises the squared hinge; use "
+                             "solver='tinv' for loss='hinge'.")
+        if self.solver == "tinv":
+            if self.class_prior is not None:
+                raise ValueError("class_prior is available with solver='newton' only.")
+            if not self.gamma_A > 0:
+                raise ValueError("solver='tinv' needs gamma_A > 0 (T² must be positive "
+                                 "definite).")
+
+    def __getstate__(self):
+        # the cached d × d factor is a speed-up, not part of the model
+        state = super().__getstate__()
+        state.pop("_tinv_cache", None)
+        return state
+
+    def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
+        if self.solver == "newton":
+            return lapsvm_newton(
+                X, targets, labeled_rows, graph.laplacian_matvec,
+                gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_,
+                balance=balance, unlabeled_rows=unlabeled_rows,
+                fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
+                init=init, callback=self._progress_callback("LapSVM Newton"),
+            )
+        # The factor depends only on the graph (hence X), γ_I s/γ_A and the intercept:
+        # reuse it across classes and across refits that keep those fixed.
+        key = (graph, self.gamma_I / self.gamma_A, self.fit_intercept, X.shape)
+        cached = getattr(self, "_tinv_cache", None)
+        factor = cached[1] if cached is not None and cached[0] == key else None
+        sol = lapsvm_tinv(
+            X, targets, labeled_rows, graph.laplacian_matvec,
+            gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_, loss=self.loss,
+            fit_intercept=self.fit_intercept, memory_budget=self.memory_budget,
+            tol=self.tol, max_iter=self.max_iter, factor=factor,
+        )
+        self._tinv_cache = (key, sol.state["factor"])
+        return sol

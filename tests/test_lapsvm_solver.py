@@ -1,0 +1,433 @@
+"""The linear LapSVM solvers (finite Newton, T⁻¹) against generic scipy solves of J.
+
+J(w, b) = (1/l) Σ_labeled max(0, 1 − y f)² + γ_A ‖w‖² + γ_I s fᵀ L^p f, f = Xw + b.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+
+from linlap.solvers import (lapsvm_newton, lapsvm_objective, lapsvm_tinv,
+                            squared_hinge_line_search, tinv_factor)
+from linlap.solvers.newton import regulariser_line
+
+GA, GI = 1e-3, 0.1  # small enough that many labeled rows end past the margin
+
+
+def random_problem(n=40, d=10, l=14, k=1, seed=0, sparse=True, normalized=False):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.4, random_state=rng, format="csr")
+    X.data = rng.standard_normal(X.data.size)
+    if not sparse:
+        X = X.toarray()
+    W = sp.random(n, n, density=0.15, random_state=rng)
+    W = ((W + W.T) * 0.5).toarray()
+    np.fill_diagonal(W, 0)
+    deg = W.sum(1)
+    if normalized:  # L 1 ≠ 0: the bias enters the graph term
+        dm = np.where(deg > 0, deg, 1.0) ** -0.5
+        L = np.eye(n) - dm[:, None] * W * dm[None, :]
+    else:
+        L = np.diag(deg) - W
+    labeled = rng.choice(n, l, replace=False)
+    # labels from a planted linear model plus noise: at the optimum some labeled rows
+    # are past the margin and some are not (random labels would leave all active)
+    Xl = dense(X)[labeled]
+    T = np.sign(Xl @ rng.normal(scale=3.0, size=(d, k)) + rng.normal(scale=0.5, size=(l, k)))
+    T[T == 0] = 1.0
+    T[0], T[1] = 1.0, -1.0  # both classes in every column
+    return X, L, labeled, T
+
+
+def dense(X):
+    return X.toarray() if sp.issparse(X) else X
+
+
+# -- references: generic scipy solves of J, then an exact active-set polish ------------
+def _augment(Xd, fit_intercept):
+    return np.hstack([Xd, np.ones((Xd.shape[0], 1))]) if fit_intercept else Xd
+
+
+def ref_J_grad(z, Xt, Lp, labeled, y, gA, gI, s, d):
+    f = Xt @ z
+    xi = np.maximum(0, 1 - y * f[labeled])
+    w = z[:d]
+    Lf = Lp @ f
+    J = np.mean(xi ** 2) + gA * w @ w + gI * s * f @ Lf
+    g = Xt[labeled].T @ (-2 / len(labeled) * y * xi) + 2 * gI * s * Xt.T @ Lf
+    g[:d] += 2 * gA * w
+    return J, g
+
+
+def reference(Xd, Lp, labeled, y, gA, gI, s, fit_intercept=True, c=None, r=None):
+    """Minimiser of J (optionally with cᵀz = r) by L-BFGS-B / SLSQP, then polished.
+
+    J is piecewise quadratic: with the active set the generic solver found, the
+    minimiser solves a dense (KKT) linear system; keep it when it is consistent.
+    """
+    n, d = Xd.shape
+    Xt = _augment(Xd, fit_intercept)
+    fun = lambda z: ref_J_grad(z, Xt, Lp, labeled, y, gA, gI, s, d)  # noqa: E731
+    z0 = np.zeros(Xt.shape[1])
+    if c is None:
+        z = minimize(fun, z0, jac=True, method="L-BFGS-B",
+                     options=dict(maxiter=20000, maxfun=40000, ftol=1e-15, gtol=1e-12)).x
+    else:
+        cons = {"type": "eq", "fun": lambda z: c @ z - r, "jac": lambda z: c}
+        z = minimize(fun, z0, jac=True, method="SLSQP", constraints=[cons],
+                     options=dict(maxiter=2000, ftol=1e-14)).x
+    l = len(labeled)
+    I = y * (Xt[labeled] @ z) < 1
+    H = Xt[labeled][I].T @ Xt[labeled][I] / l + gI * s * Xt.T @ Lp @ Xt
+    H[np.arange(d), np.arange(d)] += gA
+    g = Xt[labeled][I].T @ y[I] / l
+    if c is None:
+        zp = np.linalg.solve(H, g)
+    else:
+        K = np.block([[2 * H, c[:, None]], [c[None, :], np.zeros((1, 1))]])
+        zp = np.linalg.solve(K, np.r_[2 * g, r])[:-1]
+    yo = y * (Xt[labeled] @ zp)
+    assert np.all(yo[I] <= 1 + 1e-9) and np.all(yo[~I] >= 1 - 1e-9), "polish inconsistent"
+    return zp
+
+
+def check_against(sol, Xd, Lp, labeled, T, s, fit_intercept, gA=GA, gI=GI, c=None, r=None):
+    d = Xd.shape[1]
+    for j in range(T.shape[1]):
+        z = reference(Xd, Lp, labeled, T[:, j], gA, gI, s, fit_intercept, c,
+                      None if r is None else r[j])
+        J_ref = ref_J_grad(z, _augment(Xd, fit_intercept), Lp, labeled, T[:, j], gA, gI, s,
+                           d)[0]
+        J_sol = lapsvm_objective(Xd, T[:, j], labeled, lambda F: Lp @ F, sol.coef[j],
+                                 sol.intercept[j], gamma_A=gA, gamma_I=gI, scale=s)[0]
+        assert abs(J_sol - J_ref) <= 1e-6 * J_ref
+        np.testing.assert_allclose(sol.coef[j], z[:d], rtol=1e-4, atol=1e-6)
+        b_ref = z[d] if fit_intercept else 0.0
+        np.testing.assert_allclose(sol.intercept[j], b_ref, rtol=1e-4, atol=1e-6)
+
+
+# -- finite Newton and T⁻¹ against the reference and each other -----------------------
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("normalized", [False, True])
+def test_newton_and_tinv_match_reference(sparse, k, fit_intercept, normalized):
+    X, L, labeled, T = random_problem(k=k, sparse=sparse, normalized=normalized, seed=k)
+    Xd = dense(X)
+    s = 1.0 / np.trace(L)
+    lap = lambda F: L @ F  # noqa: E731
+    kw = dict(gamma_A=GA, gamma_I=GI, scale=s, fit_intercept=fit_intercept)
+    newton = lapsvm_newton(X, T, labeled, lap, tol=1e-10, **kw)
+    tinv = lapsvm_tinv(X, T, labeled, lap, **kw)
+    assert newton.converged and tinv.converged
+    assert newton.coef.shape == tinv.coef.shape == (k, X.shape[1])
+    check_against(newton, Xd, L, labeled, T, s, fit_intercept)
+    check_against(tinv, Xd, L, labeled, T, s, fit_intercept)
+    # the two solvers reach the same minimiser (far tighter than the reference's bound)
+    np.testing.assert_allclose(newton.coef, tinv.coef, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(newton.intercept, tinv.intercept, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(newton.decision, Xd @ newton.coef.T + newton.intercept,
+                               atol=1e-10)
+    np.testing.assert_allclose(tinv.decision, Xd @ tinv.coef.T + tinv.intercept, atol=1e-10)
+    if not fit_intercept:
+        assert np.all(newton.intercept == 0) and np.all(tinv.intercept == 0)
+    # the normalised Laplacian (L 1 ≠ 0) penalises the bias through the graph term
+    assert tinv.state["factor"].bias_free == (not (normalized and fit_intercept))
+
+
+@pytest.mark.parametrize("power", [2])
+def test_laplacian_power(power):
+    X, L, labeled, T = random_problem(k=2, seed=4, normalized=True)
+    Lp = np.linalg.matrix_power(L, power)
+    s = 1.0 / np.trace(L)
+    newton = lapsvm_newton(X, T, labeled, lambda F: Lp @ F, gamma_A=GA, gamma_I=GI, scale=s,
+                           tol=1e-10)
+    tinv = lapsvm_tinv(X, T, labeled, lambda F: Lp @ F, gamma_A=GA, gamma_I=GI, scale=s)
+    check_against(newton, dense(X), Lp, labeled, T, s, True)
+    np.testing.assert_allclose(newton.coef, tinv.coef, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+def test_gradient_vanishes(normalized):
+    """J is C¹: its gradient is zero at the minimiser, for both solvers."""
+    X, L, labeled, T = random_problem(n=60, d=15, l=20, k=2, seed=7, normalized=normalized)
+    Xd = dense(X)
+    s = 1.0 / np.trace(L)
+    Xt = _augment(Xd, True)
+    kw = dict(gamma_A=GA, gamma_I=GI, scale=s)
+    for sol in (lapsvm_newton(X, T, labeled, lambda F: L @ F, tol=1e-10, **kw),
+                lapsvm_tinv(X, T, labeled, lambda F: L @ F, **kw)):
+        for j in range(2):
+            z = np.r_[sol.coef[j], sol.intercept[j]]
+            _, g = ref_J_grad(z, Xt, L, labeled, T[:, j], GA, GI, s, Xd.shape[1])
+            _, g0 = ref_J_grad(0 * z, Xt, L, labeled, T[:, j], GA, GI, s, Xd.shape[1])
+            assert np.linalg.norm(g) < 1e-8 * np.linalg.norm(g0)
+        assert sol.residual < 1e-8
+
+
+def test_gamma_I_zero_is_supervised_l2svm():
+    """Without the graph term: the supervised (1/l) Σ max(0, 1−yf)² + γ_A‖w‖² on l rows."""
+    X, L, labeled, T = random_problem(k=2, seed=9)
+    Xl = dense(X)[labeled]
+    newton = lapsvm_newton(X, T, labeled, None, gamma_A=0.05, gamma_I=0.0, scale=1.0,
+                           tol=1e-10)
+    tinv = lapsvm_tinv(X, T, labeled, None, gamma_A=0.05, gamma_I=0.0, scale=1.0)
+    for j in range(2):
+        z = reference(Xl, np.zeros((len(labeled),) * 2), np.arange(len(labeled)), T[:, j],
+                      0.05, 0.0, 1.0)
+        for sol in (newton, tinv):
+            np.testing.assert_allclose(sol.coef[j], z[:-1], rtol=1e-6, atol=1e-8)
+            np.testing.assert_allclose(sol.intercept[j], z[-1], rtol=1e-6, atol=1e-8)
+
+
+# -- class-balance constraint -----------------------------------------------------------
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_balance_constraint(sparse, k, fit_intercept):
+    X, L, labeled, T = random_problem(k=k, sparse=sparse, seed=11 + k)
+    Xd = dense(X)
+    n = X.shape[0]
+    unl = np.setdiff1d(np.arange(n), labeled)
+    s = 1.0 / np.trace(L)
+    r = np.linspace(-0.4, 0.3, k)
+    sol = lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_A=GA, gamma_I=GI, scale=s,
+                        balance=r, unlabeled_rows=unl, fit_intercept=fit_intercept, tol=1e-10)
+    assert sol.converged and sol.residual < 1e-8
+    # holds exactly: the mean decision value over the unlabeled rows is r
+    np.testing.assert_allclose(sol.decision[unl].mean(axis=0), r, atol=1e-12)
+    c = Xd[unl].mean(axis=0)
+    if fit_intercept:
+        c = np.r_[c, 1.0]
+    check_against(sol, Xd, L, labeled, T, s, fit_intercept, c=c, r=r)
+
+
+def test_balance_warm_start_and_init_feasibility():
+    X, L, labeled, T = random_problem(k=2, seed=21)
+    unl = np.setdiff1d(np.arange(X.shape[0]), labeled)
+    s = 1.0 / np.trace(L)
+    kw = dict(gamma_A=GA, scale=s, unlabeled_rows=unl, tol=1e-10)
+    first = lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_I=GI, balance=[0.1, -0.2],
+                          **kw)
+    # a warm start from a solution with another r is made feasible first
+    again = lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_I=1.1 * GI,
+                          balance=[0.0, 0.1], init=first, **kw)
+    cold = lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_I=1.1 * GI, balance=[0.0, 0.1],
+                         **kw)
+    np.testing.assert_allclose(again.decision[unl].mean(axis=0), [0.0, 0.1], atol=1e-12)
+    np.testing.assert_allclose(again.coef, cold.coef, rtol=1e-7, atol=1e-9)
+
+
+# -- the exact line search --------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(8))
+def test_line_search_is_exact(seed):
+    rng = np.random.default_rng(seed)
+    l = 30
+    y = rng.choice([-1.0, 1.0], l)
+    o = rng.normal(scale=1.5, size=l)
+    # a descent-like direction (towards the margins, noisy) crossing many breakpoints
+    o_bar = y * rng.uniform(0.0, 2.0, l) + rng.normal(scale=0.7, size=l)
+    slope = rng.normal() * 0.3
+    curv = abs(rng.normal()) * (0 if seed % 4 == 0 else 0.2)
+
+    def phi(delta):
+        oo = o[:, None] + np.outer(o_bar - o, delta)
+        return (np.mean(np.maximum(0, 1 - y[:, None] * oo) ** 2, axis=0) + slope * delta
+                + curv * delta ** 2)
+
+    delta = squared_hinge_line_search(y, o, o_bar, slope, curv, l)
+    t = (1 - y * o) / (y * (o_bar - o))
+    assert delta > 0 and np.sum((t > 0) & (t < delta)) >= 1  # non-trivial search
+    grid = np.linspace(0, max(4.0, 2 * delta), 200001)
+    vals = phi(grid)
+    best = grid[vals.argmin()]
+    assert phi(np.array([delta]))[0] <= vals.min() + 1e-12
+    assert abs(delta - best) <= 2 * (grid[1] - grid[0]) + 1e-6
+    h = 1e-6  # φ′(δ) = 0 (φ is C¹)
+    dphi = (phi(np.array([delta + h])) - phi(np.array([delta - h])))[0] / (2 * h)
+    assert abs(dphi) < 1e-6
+
+
+def test_regulariser_line_is_exact():
+    """The regulariser terms the Newton line search adds are its exact quadratic."""
+    X, L, labeled, T = random_problem(k=3, seed=2, normalized=True)
+    Xd = dense(X)
+    rng = np.random.default_rng(0)
+    s = 1.0 / np.trace(L)
+    W, dW = rng.normal(size=(Xd.shape[1], 3)), rng.normal(size=(Xd.shape[1], 3))
+    b, db = rng.normal(size=3), rng.normal(size=3)
+    F, dF = Xd @ W + b, Xd @ dW + db
+    slope, curv = regulariser_line(W, dW, L @ F, dF, L @ dF, 0.3, 2.0, s)
+    for delta in (0.0, 0.7, 2.5):
+        Fd, Wd = F + delta * dF, W + delta * dW
+        reg = 0.3 * np.sum(Wd * Wd, axis=0) + 2.0 * s * np.sum(Fd * (L @ Fd), axis=0)
+        reg0 = 0.3 * np.sum(W * W, axis=0) + 2.0 * s * np.sum(F * (L @ F), axis=0)
+        np.testing.assert_allclose(reg, reg0 + slope * delta + curv * delta ** 2, rtol=1e-12)
+
+
+def test_line_search_step_beyond_one_and_no_descent():
+    # one inactive row entering late, quadratic minimum at δ = 2.5 before it enters
+    y = np.array([1.0, 1.0])
+    o = np.array([0.0, 5.0])
+    o_bar = np.array([0.4, 4.5])
+    delta = squared_hinge_line_search(y, o, o_bar, 0.0, 0.0, 2)
+    assert delta == pytest.approx(2.5)
+    # moving away from the targets: no descent, step 0
+    assert squared_hinge_line_search(y, o, o - 1.0, 0.0, 0.0, 2) == 0.0
+
+
+# -- iterations, warm start, matvec sharing, warnings ----------------------------------
+def test_warm_start_takes_fewer_newton_steps():
+    X, L, labeled, T = random_problem(n=120, d=40, l=40, k=3, seed=13)
+    s = 1.0 / np.trace(L)
+    kw = dict(gamma_A=GA, scale=s, tol=1e-10)
+    first = lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_I=GI, **kw)
+    cold = lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_I=1.05 * GI, **kw)
+    warm = lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_I=1.05 * GI, init=first, **kw)
+    assert warm.n_iter < cold.n_iter
+    assert warm.state["cg_iter"] < cold.state["cg_iter"]
+    np.testing.assert_allclose(warm.coef, cold.coef, rtol=1e-6, atol=1e-8)
+
+
+def test_objective_decreases_and_classes_share_matvecs():
+    X, L, labeled, T = random_problem(n=120, d=40, l=40, k=4, seed=17)
+    s = 1.0 / np.trace(L)
+    widths = []
+
+    def lap(F):
+        widths.append(F.shape[1])
+        return L @ F
+
+    sol = lapsvm_newton(X, T, labeled, lap, gamma_A=GA, gamma_I=GI, scale=s, tol=1e-10)
+    assert np.all(np.diff(sol.history) <= 1e-12)
+    # one graph pass per CG iteration for all classes together, plus one per Newton
+    # step (line search) and two outside the loop — never one pass per class
+    assert len(widths) <= sol.state["cg_iter"] + 2 * sol.n_iter + 2
+    assert max(widths) == 4
+
+
+def test_max_iter_warns():
+    X, L, labeled, T = random_problem(k=2, seed=19)
+    s = 1.0 / np.trace(L)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        sol = lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_A=GA, gamma_I=GI, scale=s,
+                            max_iter=1)
+    assert sol.n_iter == 1 and not sol.converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_A=GA, gamma_I=GI, scale=s)
+
+
+def test_never_reports_convergence_from_inexact_steps():
+    """CG too short to solve the Newton systems: no silent stop at a non-optimal point.
+
+    Inexact (loose) Newton directions need not descend; a stall on them must lead
+    to tight steps, and a stall with CG still unconverged must be reported.
+    """
+    X, L, labeled, T = random_problem(n=120, d=40, l=40, k=3, seed=2)
+    unl = np.setdiff1d(np.arange(X.shape[0]), labeled)
+    kw = dict(gamma_A=GA, gamma_I=GI, scale=1.0 / np.trace(L), balance=[0.2, -0.1, 0.0],
+              unlabeled_rows=unl, tol=1e-8, max_iter=200)
+    with pytest.warns(ConvergenceWarning, match="cg_max_iter"):
+        sol = lapsvm_newton(X, T, labeled, lambda F: L @ F, cg_max_iter=3, **kw)
+    assert not sol.converged and sol.residual > 1e-6
+    sol = lapsvm_newton(X, T, labeled, lambda F: L @ F, **kw)
+    assert sol.converged and sol.residual < 1e-8
+
+
+# -- T⁻¹ specifics -----------------------------------------------------------------------
+def test_tinv_factor_reuse_and_budget():
+    X, L, labeled, T = random_problem(k=2, seed=23, normalized=True)
+    s = 1.0 / np.trace(L)
+    lap = lambda F: L @ F  # noqa: E731
+    d = X.shape[1]
+    with pytest.raises(ValueError, match=rf"d = {d}.*{8 * d * d} bytes.*memory_budget = 500"):
+        lapsvm_tinv(X, T, labeled, lap, gamma_A=GA, gamma_I=GI, scale=s, memory_budget=500)
+    # a budget that fits the factor but few workspace columns gives the same factor
+    small = tinv_factor(X, lap, gamma_A=GA, gamma_I=GI, scale=s,
+                        memory_budget=8 * d * d + 3 * 8 * (3 * X.shape[0] + d))
+    first = lapsvm_tinv(X, T, labeled, lap, gamma_A=GA, gamma_I=GI, scale=s)
+    np.testing.assert_allclose(small.R, first.state["factor"].R, rtol=1e-12, atol=1e-14)
+    # same ratio γ_I s / γ_A, other loss weight: the factor is reused, no graph access
+    again = lapsvm_tinv(X, T, labeled, None, gamma_A=2 * GA, gamma_I=2 * GI, scale=s,
+                        factor=first.state["factor"])
+    fresh = lapsvm_newton(X, T, labeled, lap, gamma_A=2 * GA, gamma_I=2 * GI, scale=s,
+                          tol=1e-10)
+    np.testing.assert_allclose(again.coef, fresh.coef, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(again.intercept, fresh.intercept, rtol=1e-7, atol=1e-9)
+    with pytest.raises(ValueError, match="factor was built for"):
+        lapsvm_tinv(X, T, labeled, None, gamma_A=GA, gamma_I=2 * GI, scale=s,
+                    factor=first.state["factor"])
+
+
+def hinge_reference(Xd, Lp, labeled, y, gA, gI, s, fit_intercept):
+    """The hinge objective as a QP in (w, b, ξ) by SLSQP (slacks ξ ≥ 0, ξ ≥ 1 − y f)."""
+    n, d = Xd.shape
+    Xt = _augment(Xd, fit_intercept)
+    m, l = Xt.shape[1], len(labeled)
+    Q = gI * s * Xt.T @ Lp @ Xt
+    Q[np.arange(d), np.arange(d)] += gA
+    A = y[:, None] * Xt[labeled]
+
+    def fun(v):
+        z, xi = v[:m], v[m:]
+        return z @ Q @ z + xi.sum() / l, np.r_[2 * Q @ z, np.full(l, 1.0 / l)]
+
+    cons = [{"type": "ineq", "fun": lambda v: A @ v[:m] + v[m:] - 1,
+             "jac": lambda v: np.hstack([A, np.eye(l)])},
+            {"type": "ineq", "fun": lambda v: v[m:], "jac": lambda v: np.hstack(
+                [np.zeros((l, m)), np.eye(l)])}]
+    v = minimize(fun, np.r_[np.zeros(m), np.ones(l)], jac=True, method="SLSQP",
+                 constraints=cons, options=dict(maxiter=1000, ftol=1e-15)).x
+    return v[:m], fun(v)[0]
+
+
+@pytest.mark.parametrize("normalized,fit_intercept", [(False, True), (True, True),
+                                                      (False, False)])
+def test_tinv_hinge_matches_generic_qp(normalized, fit_intercept):
+    X, L, labeled, T = random_problem(n=30, d=6, l=12, k=2, seed=29, normalized=normalized)
+    Xd = dense(X)
+    s = 1.0 / np.trace(L)
+    sol = lapsvm_tinv(X, T, labeled, lambda F: L @ F, gamma_A=GA, gamma_I=GI, scale=s,
+                      loss="hinge", fit_intercept=fit_intercept, tol=1e-10)
+    J = lapsvm_objective(X, T, labeled, lambda F: L @ F, sol.coef, sol.intercept, gamma_A=GA,
+                         gamma_I=GI, scale=s, loss="hinge")
+    for j in range(2):
+        z, J_ref = hinge_reference(Xd, L, labeled, T[:, j], GA, GI, s, fit_intercept)
+        assert J[j] <= J_ref * (1 + 1e-6)
+        assert J[j] >= J_ref * (1 - 1e-6)
+        np.testing.assert_allclose(sol.coef[j], z[: Xd.shape[1]], rtol=1e-4, atol=1e-5)
+
+
+# -- bad inputs ------------------------------------------------------------------------
+def test_bad_inputs():
+    X, L, labeled, T = random_problem(k=2, seed=31)
+    s = 1.0 / np.trace(L)
+    lap = lambda F: L @ F  # noqa: E731
+    kw = dict(gamma_A=GA, gamma_I=GI, scale=s)
+    for solver in (lapsvm_newton, lapsvm_tinv):
+        with pytest.raises(ValueError, match=r"\+1 or -1"):
+            solver(X, T * 2, labeled, lap, **kw)
+        with pytest.raises(ValueError, match="targets must have shape"):
+            solver(X, T[:-1], labeled, lap, **kw)
+        with pytest.raises(ValueError, match="labeled_rows"):
+            solver(X, T, labeled + 1000, lap, **kw)
+        with pytest.raises(ValueError, match="gamma_I"):
+            solver(X, T, labeled, lap, gamma_A=GA, gamma_I=-1.0, scale=s)
+    with pytest.raises(ValueError, match="unlabeled_rows"):
+        lapsvm_newton(X, T, labeled, lap, balance=[0.0, 0.0], **kw)
+    with pytest.raises(ValueError, match="one value per target column"):
+        lapsvm_newton(X, T, labeled, lap, balance=[0.0], unlabeled_rows=[0, 1], **kw)
+    with pytest.raises(ValueError, match="init.coef"):
+        sol = lapsvm_newton(X, T[:, :1], labeled, lap, **kw)
+        lapsvm_newton(X, T, labeled, lap, init=sol, **kw)
+    with pytest.raises(ValueError, match="both be 0"):
+        lapsvm_newton(X, T, labeled, lap, gamma_A=0.0, gamma_I=0.0, scale=s)
+    with pytest.raises(ValueError, match="gamma_A > 0"):
+        lapsvm_tinv(X, T, labeled, lap, gamma_A=0.0, gamma_I=GI, scale=s)
+    with pytest.raises(ValueError, match="loss"):
+        lapsvm_tinv(X, T, labeled, lap, loss="log", **kw)
