@@ -17,7 +17,6 @@ the per-configuration times.
 
 import argparse
 import os
-import tarfile
 import time
 
 import numpy as np
@@ -33,28 +32,21 @@ CACHE = os.path.join(HERE, "_cache")
 
 
 def load_corpus(name):
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    """TF-IDF (linlap.text.make_vectorizer) of a real corpus, empty rows dropped, cached."""
+    from linlap.datasets import load_20newsgroups, load_imdb
+    from linlap.text import make_vectorizer
 
     os.makedirs(CACHE, exist_ok=True)
     cache = os.path.join(CACHE, f"{name}_tfidf.npz")
     if os.path.exists(cache):
         return sp.load_npz(cache).tocsr()
-    docs = []
     if name == "20news":
-        with tarfile.open(os.path.join(DATA, "20news-bydate.tar.gz")) as tf:
-            for m in tf:
-                if m.isfile() and m.name.count("/") >= 2:
-                    docs.append(tf.extractfile(m).read().decode("latin-1"))
+        docs = load_20newsgroups(os.path.join(DATA, "20news-bydate.tar.gz"), "all").data
     elif name == "imdb":
-        with tarfile.open(os.path.join(DATA, "aclImdb_v1_text.tar.xz")) as tf:
-            for m in tf:
-                parts = m.name.split("/")
-                if (m.isfile() and len(parts) >= 3 and parts[-3] == "train"
-                        and parts[-2] in ("pos", "neg")):
-                    docs.append(tf.extractfile(m).read().decode("utf-8", "replace"))
+        docs = load_imdb(os.path.join(DATA, "aclImdb_v1_text.tar.xz"), "train").data
     else:
         raise SystemExit(f"unknown corpus {name}")
-    X = TfidfVectorizer(sublinear_tf=True, min_df=2).fit_transform(docs).tocsr()
+    X = make_vectorizer().fit_transform(docs).tocsr()
     X = X[np.diff(X.indptr) > 0]  # KNNGraph refuses empty documents
     sp.save_npz(cache, X)
     return X
@@ -78,6 +70,8 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=-1)
     ap.add_argument("--quick", action="store_true", help="only the default settings")
     ap.add_argument("--no-svd", action="store_true", help="skip the space='svd' rows")
+    ap.add_argument("--n-search", default="",
+                    help="comma-separated n_search_neighbors values to try (instead of the grid)")
     args = ap.parse_args()
     k = args.k
 
@@ -99,7 +93,9 @@ def main():
           flush=True)
 
     configs = [("defaults", {}, None)]
-    if not args.quick:
+    if args.n_search:
+        configs += [(f"n_search={v}", {}, int(v)) for v in args.n_search.split(",")]
+    elif not args.quick:
         configs += [
             ("n_search=11 (pynndescent-ish)", {}, 11),
             ("n_search=20", {}, 20),

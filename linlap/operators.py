@@ -49,26 +49,22 @@ class NormalOperator:
         ``γ_I · s · l``, the weight of ``fᵀ L^p f``.
     fit_intercept : bool
         Whether ``z`` carries a bias as its last entry.
-    row_weights : ndarray of shape (len(rows),), optional
-        Per-row weights of the loss (all ones when omitted).
-    mask : ndarray of shape (len(rows), k), optional
-        Per-column 0/1 (or any non-negative) weights of the loss rows, multiplying
-        ``row_weights``: column ``j`` of a block is the system whose loss rows are
-        ``rows[mask[:, j mod k] != 0]``. This lets systems whose loss rows differ
-        (one finite Newton active set per class) share every pass over X and the
-        graph; a block must then have a multiple of k columns (e.g. k classes, or
-        2k: classes plus their class-balance columns).
+    mask : ndarray of shape (len(rows), q), optional
+        Per-column 0/1 weights of the loss rows: the system of mask column ``j``
+        puts its loss on ``rows[mask[:, j] != 0]``. Systems whose loss rows differ
+        (one finite Newton active set per class) thus share every pass over X and
+        the graph; ``matvec(Z, columns)`` says which mask column each column of Z
+        uses.
     """
 
     def __init__(self, X, rows, laplacian_matvec, *, alpha, beta, fit_intercept=True,
-                 row_weights=None, mask=None):
+                 mask=None):
         self.X = X
         self.rows = np.asarray(rows, dtype=np.intp)
         self.laplacian_matvec = laplacian_matvec
         self.alpha = float(alpha)
         self.beta = float(beta)
         self.fit_intercept = bool(fit_intercept)
-        self.row_weights = None if row_weights is None else np.asarray(row_weights, float)
         self.mask = None
         if mask is not None:
             self.mask = np.asarray(mask, dtype=np.float64)
@@ -87,62 +83,45 @@ class NormalOperator:
             F = F + Z[d]
         return F
 
-    def loss_weights(self, n_columns):
-        """Weights of the loss rows for a block of ``n_columns`` columns.
+    def loss_weights(self, n_columns, columns=None):
+        """0/1 weights of the loss rows for a block of columns (None: all rows count).
 
-        Returns None (all ones), or an array of shape (len(rows), 1) or
-        (len(rows), n_columns) that broadcasts against the block's loss rows.
+        ``columns`` names the mask columns the block's columns use; without it the
+        block must have one column per mask column.
         """
-        w = None if self.row_weights is None else self.row_weights[:, None]
         if self.mask is None:
-            return w
-        k = self.mask.shape[1]
-        if n_columns % k:
-            raise ValueError(f"A block of {n_columns} columns does not match a mask of {k} "
-                             f"columns (column j uses mask column j mod {k}).")
-        m = np.tile(self.mask, (1, n_columns // k))
-        return m if w is None else m * w
+            return None
+        if columns is not None:
+            return self.mask[:, columns]
+        if n_columns != self.mask.shape[1]:
+            raise ValueError(f"A block of {n_columns} columns needs `columns` to pick from a "
+                             f"mask of {self.mask.shape[1]} columns.")
+        return self.mask
 
-    def apply_to_decision(self, F, Z):
+    def apply_to_decision(self, F, Z, columns=None):
         """``A z`` given ``F = X̃ z`` already computed (saves the forward pass)."""
         U = self.laplacian_matvec(F) * self.beta if self.beta != 0 else np.zeros_like(F)
-        w = self.loss_weights(F.shape[1])
+        w = self.loss_weights(F.shape[1], columns)
         U[self.rows] += F[self.rows] if w is None else F[self.rows] * w
         out = augmented_rows_T(self.X, U, self.fit_intercept)
         out[: self.n_features] += self.alpha * Z[: self.n_features]
         return out
 
-    def matvec(self, Z):
-        """``A Z`` for a block Z of shape (d [+1], k) or a vector."""
+    def matvec(self, Z, columns=None):
+        """``A Z`` for a block Z of shape (d [+1], k) or a vector (``columns``: mask columns)."""
         vector = Z.ndim == 1
         if vector:
             Z = Z[:, None]
         self.n_matvec += 1
-        out = self.apply_to_decision(self.decision(Z), Z)
+        out = self.apply_to_decision(self.decision(Z), Z, columns)
         return out[:, 0] if vector else out
 
     __call__ = matvec
 
-    def rhs(self, T):
-        """``X̃_Rᵀ T`` for targets T of shape (len(rows), k) (weighted if row weights / mask)."""
+    def rhs(self, T, columns=None):
+        """``X̃_Rᵀ T`` for targets T of shape (len(rows), k), rows weighted by the mask."""
         T = np.asarray(T, dtype=np.float64)
-        w = self.loss_weights(T.shape[1])
+        w = self.loss_weights(T.shape[1], columns)
         if w is not None:
             T = T * w
         return augmented_rows_T(self.X[self.rows], T, self.fit_intercept)
-
-    def jacobi(self):
-        """Diagonal of the loss and ``γ_A`` parts of ``A`` (a cheap preconditioner).
-
-        Shape (d [+1],), or (d [+1], k) with a per-column ``mask``. The graph part is
-        left out: its diagonal would need ``L X`` explicitly.
-        """
-        Xr = self.X[self.rows]
-        Xsq = Xr.multiply(Xr) if hasattr(Xr, "multiply") else Xr * Xr
-        w = self.loss_weights(self.mask.shape[1] if self.mask is not None else 1)
-        if w is None:
-            w = np.ones((self.rows.size, 1))
-        diag = np.asarray(Xsq.T @ w) + self.alpha
-        if self.fit_intercept:
-            diag = np.vstack([diag, np.maximum(w.sum(axis=0, keepdims=True), 1.0)])
-        return diag[:, 0] if self.mask is None else diag

@@ -56,6 +56,7 @@ def batched_cg(
     callback=None,
     warn=True,
     name="CG",
+    column_matvec=False,
 ):
     """Solve ``A X = B`` column by column with conjugate gradients, sharing matvecs.
 
@@ -81,6 +82,10 @@ def batched_cg(
         stops without reaching ``tol``.
     name : str
         How warnings name this solve.
+    column_matvec : bool, default=False
+        Call ``matvec(P, columns)``, where ``columns`` are the indices (into B) of
+        the columns of ``P``: for systems whose operator differs by column but
+        shares the expensive passes (one active set per class in finite Newton).
 
     Returns
     -------
@@ -100,7 +105,12 @@ def batched_cg(
     X[:, zero_rhs] = 0.0
     b_norm[zero_rhs] = 1.0
 
-    R = B - matvec(X) if X0 is not None else B.copy()
+    if column_matvec:
+        apply = matvec
+    else:
+        def apply(P, columns):
+            return matvec(P)
+    R = B - apply(X, np.arange(k)) if X0 is not None else B.copy()
     Zp = precond(R) if precond is not None else R
     P = Zp.copy()
     rz = np.einsum("ij,ij->j", R, Zp)
@@ -113,7 +123,7 @@ def batched_cg(
     while n_iter < max_iter and active.any():
         cols = np.flatnonzero(active)
         Pa = P[:, cols]
-        APa = matvec(Pa)
+        APa = apply(Pa, cols)
         pAp = np.einsum("ij,ij->j", Pa, APa)
         # pAp <= 0 can only come from round-off (A is SPD): stop those columns.
         ok = pAp > 0

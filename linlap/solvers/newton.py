@@ -177,33 +177,14 @@ def regulariser_line(W, dW, LF, dF, LdF, gamma_A, gamma_I, scale):
     return slope, curv
 
 
-def _solve_columns(op, B, X0, tol, max_iter, strict=True):
-    """Solve ``A_j z_j = B[:, j]`` for every column j in ONE conjugate-gradient run.
+def _solve_columns(op, B, X0, tol, max_iter):
+    """Solve ``A_j z_j = B[:, j]``, ``A_j`` = ``op`` with mask column j, by batched CG.
 
-    ``A_j`` is ``op`` with its mask column ``j mod k``. batched_cg hands its matvec
-    only the columns still iterating, without saying which, so columns with
-    different operators cannot be separate batched_cg columns. Instead all systems
-    are stacked into one vector of the block-diagonal system diag(A_1, …, A_q):
-    every CG matvec is still a single pass over X and the graph for all classes.
-    Each system is scaled to a unit right-hand side, so the stacked relative
-    residual is the RMS of the systems' own relative residuals: ``tol`` bounds that
-    RMS, and with ``strict`` (tol / √q) every system's own residual.
+    Every column keeps its own CG scalars while each iteration does one pass over X
+    and the graph for all the columns still running.
     """
-    m, q = B.shape
-    norms = np.linalg.norm(B, axis=0)
-    norms[norms == 0] = 1.0
-
-    def matvec(P):
-        # P: (m q, p) stacked vectors -> an (m, p q) block for the operator and back.
-        p = P.shape[1]
-        Z = P.reshape(m, q, p).transpose(0, 2, 1).reshape(m, p * q)
-        out = op.matvec(Z)
-        return out.reshape(m, p, q).transpose(0, 2, 1).reshape(m * q, p)
-
-    x, info = batched_cg(matvec, (B / norms).ravel(), (X0 / norms).ravel(),
-                         tol=tol / np.sqrt(q) if strict else tol, max_iter=max_iter, warn=False,
-                         name="LapSVM Newton conjugate gradients")
-    return x.reshape(m, q) * norms, info
+    return batched_cg(op.matvec, B, X0, tol=tol, max_iter=max_iter, warn=False,
+                      column_matvec=True, name="LapSVM Newton conjugate gradients")
 
 
 def lapsvm_newton(
@@ -365,11 +346,13 @@ def lapsvm_newton(
         cols = np.flatnonzero(running)
         Yc, Oc = Y[:, cols], O[:, cols]
         act = Yc * Oc < 1
-        op = operator(mask=act)
+        # with balance, column j + |cols| (the constraint column z₁ of class j) shares
+        # class j's active set
+        op = operator(mask=act if balance is None else np.hstack([act, act]))
         slack = tol if tight else max(LOOSE_TOL, tol)
-        cg = dict(tol=tol, max_iter=cg_max_iter, strict=True) if tight else \
-            dict(tol=slack, max_iter=min(LOOSE_CG_ITER, cg_max_iter), strict=False)
-        B = op.rhs(Yc)
+        cg = dict(tol=tol, max_iter=cg_max_iter) if tight else \
+            dict(tol=slack, max_iter=min(LOOSE_CG_ITER, cg_max_iter))
+        B = op.rhs(Yc, np.arange(cols.size))
         if balance is None:
             Zbar, info = _solve_columns(op, B, Z[:, cols], **cg)
         else:
