@@ -61,9 +61,11 @@ def run_set(name, draws, data_dir):
                                                                              solver="tinv")))
     peers = [
         ("LinearSVC (labels only)", None),
-        ("LabelSpreading (knn, k=10)", lambda: LabelSpreading(kernel="knn", n_neighbors=10)),
-        ("SelfTraining(LogisticRegression(C=10))",
-         lambda: SelfTrainingClassifier(LogisticRegression(C=10))),
+        # the peers' best settings on PCMAC (bench/pcmac.py --peer-sweep)
+        ("LabelSpreading(knn, k=20, alpha=0.2)",
+         lambda: LabelSpreading(kernel="knn", n_neighbors=20, alpha=0.2)),
+        ("SelfTraining(LogisticRegression(C=10), threshold=0.9)",
+         lambda: SelfTrainingClassifier(LogisticRegression(C=10), threshold=0.9)),
     ]
     results = {}
     for label, make in methods + peers:

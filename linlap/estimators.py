@@ -174,13 +174,13 @@ class _LinearLapClassifier(LinearClassifierMixin, BaseEstimator):
         self.transduction_ = classes[pred]
         return self
 
-    def _progress_callback(self, name):
+    def _progress_callback(self, name, quantity="relative residual", every=10):
         if not self.verbose:
             return None
 
-        def report(iteration, residual):
-            if iteration == 1 or iteration % 10 == 0:
-                print(f"[{name}] iteration {iteration}: relative residual {residual:.3e}",
+        def report(iteration, value):
+            if iteration == 1 or iteration % every == 0:
+                print(f"[{name}] iteration {iteration}: {quantity} {value:.3e}",
                       file=sys.stderr)
         return report
 
@@ -306,9 +306,11 @@ class LapSVMClassifier(_LinearLapClassifier):
     unlabeled : object, default=-1
         Marker of unlabeled rows in ``y``.
     fit_intercept : bool, default=True
-    tol : float, default=1e-6
-        Newton: stop when the active sets are unchanged and the relative decrease of
-        J is below tol. T⁻¹: tolerance of the l-row SVM solver.
+    tol : float, default=1e-4
+        Newton: CG tolerance of the final steps, slack of the optimality check, and
+        the relative decrease of J below which a class stops (on 20 Newsgroups 1e-4
+        gives the test error of 1e-6 at half the time). T⁻¹: tolerance of the l-row
+        SVM solver.
     max_iter : int, default=50
         Newton steps (or the l-row solver's iterations for 'tinv').
     memory_budget : int, default=2**30
@@ -326,7 +328,7 @@ class LapSVMClassifier(_LinearLapClassifier):
     """
 
     def __init__(self, gamma_A=1e-4, gamma_I=10.0, *, solver="newton", loss="squared_hinge",
-                 graph=None, class_prior=None, unlabeled=-1, fit_intercept=True, tol=1e-6,
+                 graph=None, class_prior=None, unlabeled=-1, fit_intercept=True, tol=1e-4,
                  max_iter=50, memory_budget=2**30, warm_start=False, verbose=0):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
@@ -371,7 +373,8 @@ class LapSVMClassifier(_LinearLapClassifier):
                 gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_,
                 balance=balance, unlabeled_rows=unlabeled_rows,
                 fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
-                init=init, callback=self._progress_callback("LapSVM Newton"),
+                init=init, callback=self._progress_callback(
+                    "LapSVM Newton", "relative decrease of J", every=1),
             )
         # The factor depends only on the graph (hence X), γ_I s/γ_A and the intercept:
         # reuse it across classes and across refits that keep those fixed.
