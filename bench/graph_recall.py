@@ -71,7 +71,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="only the default settings")
     ap.add_argument("--no-svd", action="store_true", help="skip the space='svd' rows")
     ap.add_argument("--n-search", default="",
-                    help="comma-separated n_search_neighbors values to try (instead of the grid)")
+                    help="comma-separated n_search_neighbors values to try (instead of the defaults "
+                         "and the grid)")
     args = ap.parse_args()
     k = args.k
 
@@ -94,7 +95,7 @@ def main():
 
     configs = [("defaults", {}, None)]
     if args.n_search:
-        configs += [(f"n_search={v}", {}, int(v)) for v in args.n_search.split(",")]
+        configs = [(f"n_search={v}", {}, int(v)) for v in args.n_search.split(",")]
     elif not args.quick:
         configs += [
             ("n_search=11 (pynndescent-ish)", {}, 11),

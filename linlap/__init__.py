@@ -14,6 +14,9 @@ _LAZY = {
     "LapRLSClassifier": "linlap.estimators",
     "LapSVMClassifier": "linlap.estimators",
     "datasets": "linlap.datasets",
+    "save": "linlap.persistence",
+    "load": "linlap.persistence",
+    "feature_weights": "linlap.inspection",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -29,23 +29,6 @@ def random_sparse(n=120, d=40, density=0.15, seed=0):
     return X.tocsr()
 
 
-def topic_docs(n=2000, vocab=600, topics=15, length=40, seed=0):
-    """Bag-of-words documents drawn from a few topics, TF-IDF weighted."""
-    from sklearn.feature_extraction.text import TfidfTransformer
-
-    rng = np.random.RandomState(seed)
-    topic_words = rng.dirichlet(np.full(vocab, 0.05), size=topics)
-    z = rng.randint(topics, size=n)
-    rows, cols = [], []
-    for i in range(n):
-        words = rng.choice(vocab, size=length, p=topic_words[z[i]])
-        rows.extend([i] * length)
-        cols.extend(words)
-    C = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, vocab))
-    C.sum_duplicates()
-    return TfidfTransformer(sublinear_tf=True).fit_transform(C).tocsr()
-
-
 def dense_cos(X):
     Xn = normalize(X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float))
     return Xn @ Xn.T
@@ -368,7 +351,11 @@ def test_svd_space_full_rank_matches_tfidf(X_small):
 
 @pytest.fixture(scope="module")
 def docs():
-    return topic_docs()
+    """Real text: the TF-IDF of the 1,945 bundled PCMAC posts."""
+    from linlap.datasets import load_pcmac
+    from linlap.text import make_vectorizer
+
+    return make_vectorizer().fit_transform(load_pcmac().data).tocsr()
 
 
 def test_nndescent_recall(docs):
