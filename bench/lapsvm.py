@@ -61,7 +61,7 @@ def run_set(name, draws, data_dir):
                                                                              solver="tinv")))
     peers = [
         ("LinearSVC (labels only)", None),
-        # the peers' best settings on PCMAC (bench/pcmac.py --peer-sweep)
+        # the peers' (near-)best settings on PCMAC (bench/pcmac.py --peer-sweep)
         ("LabelSpreading(knn, k=20, alpha=0.2)",
          lambda: LabelSpreading(kernel="knn", n_neighbors=20, alpha=0.2)),
         ("SelfTraining(LogisticRegression(C=10), threshold=0.9)",
