@@ -167,11 +167,12 @@ class _LinearLapClassifier(LinearClassifierMixin, BaseEstimator):
         self.intercept_ = sol.intercept
         self.n_iter_ = sol.n_iter
         self.graph_ = graph
-        self._solution = sol
         F = sol.decision
         pred = (F[:, 0] > 0).astype(int) if classes.size == 2 else F.argmax(axis=1)
         pred[labeled_rows] = y_idx
         self.transduction_ = classes[pred]
+        sol.decision = None  # n × C: not needed for a warm start, too big to keep or pickle
+        self._solution = sol
         return self
 
     def _progress_callback(self, name, quantity="relative residual", every=10):
