@@ -43,7 +43,7 @@ _DUP_D2 = 1e-12
 # Parameters passed to pynndescent.NNDescent unless overridden through
 # ``nndescent_kwds``.  Empty on purpose: bench/graph_recall.py found no
 # setting beating pynndescent's own defaults (see the KNNGraph docstring);
-# what matters is asking for max(3k, 30) neighbours.
+# what matters is asking for max(k + 10, 30) neighbours.
 _NNDESCENT_DEFAULTS = {}
 
 _WEIGHTS = ("binary", "heat", "cosine")
@@ -349,33 +349,33 @@ class KNNGraph(BaseEstimator):
     for the same edge.  ``recall_`` is then measured on ``recall_sample``
     random rows against the exact neighbours in the same space.
 
-    **Measured recall of the defaults** (``n_search_neighbors = max(3k, 30)``,
-    pynndescent's own defaults otherwise; k = 10; recall@10 over *all* rows
-    against exact search, tie-aware; pynndescent 0.7.0, 2 cores shared with
-    other jobs, so times are indicative; ``PYTHONPATH=. python
-    bench/graph_recall.py [--corpus imdb --quick --no-svd]``):
+    **Measured recall and time** (pynndescent 0.7.0; recall@k over *all*
+    rows against exact search, tie-aware; the 2 cores were shared with other
+    jobs, so compare CPU seconds; ``PYTHONPATH=. python bench/graph_recall.py
+    -k K --n-jobs 1 --no-svd [--n-search ...] [--corpus imdb]``):
 
-    * 20 Newsgroups, 18,846 docs, 75,875 terms, 151 nnz/doc: recall 0.975
-      (sampled ``recall_`` 0.974), search 41-109 s wall (102 s CPU);
-      exact search 47-58 s wall (42 s CPU).
-    * IMDB train, 25,000 reviews, 44,798 terms, 137 nnz/doc: recall 0.857
-      (sampled 0.859), search 159 s wall (150 s CPU); exact search 130 s
-      wall (106 s CPU).
-    * 20 Newsgroups with ``space='svd'`` (100 dims): recall 0.999 in 12 s
-      (plus 18 s for the SVD).
+    * k = 50 (the default), 20 Newsgroups (18,846 docs, 75,565 terms, 108
+      nnz/doc): asking pynndescent for 60 neighbours (the default
+      ``max(k + 10, 30)``) gives recall 0.991 in 221 CPU-s, 75 gives 0.994 in
+      243 CPU-s — while exact search takes 28 CPU-s.  Hence
+      ``exact_max_samples=50000``: exact search costs n² but is ~8× cheaper
+      at 19k rows, so by extrapolation it stays cheaper up to ~50k rows (an
+      estimate, not yet measured at 50k).
+    * k = 10, 20 Newsgroups: asking for 11 neighbours gives recall 0.834,
+      20 gives 0.944, 30 gives 0.975 (102 CPU-s; exact 42 CPU-s), 45 gives
+      0.985 at about twice the time of 30.  IMDB train (25,000 reviews, 137
+      nnz/doc), 30 neighbours: recall 0.857 (150 CPU-s; exact 106 CPU-s).
+    * Lowering ``max_candidates`` (15, 20), ``n_trees=4`` or ``delta=0.01``
+      saved no time worth their recall loss, so pynndescent's defaults are
+      kept.  The sampled ``recall_`` agreed with the all-rows recall within
+      0.005.
+    * ``space='svd'`` (100 dims), k = 10, 20 Newsgroups: recall 0.999 in 12 s
+      plus 18 s for the SVD, but measured against exact neighbours *in the
+      SVD space*, which share only 35% of the TF-IDF neighbours — and on
+      PCMAC SVD-space graphs gave LapRLS no better test error.
 
-    On 20 Newsgroups, asking pynndescent for 11 neighbours gives recall
-    0.834, 20 gives 0.944, 30 gives 0.975 and 45 (``max_candidates=30``)
-    0.985 at about twice the time of 30; lowering ``max_candidates`` (15, 20),
-    ``n_trees=4`` or ``delta=0.01`` saved no time worth their recall loss, so
-    pynndescent's defaults are kept.  The sampled ``recall_`` agreed with the
-    all-rows recall within 0.005.  Caveats: (1) the first pynndescent call of
-    a process pays a numba JIT compilation of 20-35 s (sparse) or 40-60 s
-    (dense, ``space='svd'``); (2) on long documents sparse NN-descent is not
-    faster than exact search below a few tens of thousands of rows (exact
-    grows as n², NN-descent about as n log n); (3) ``space='svd'`` recall is
-    measured against exact neighbours *in the SVD space*, which on 20
-    Newsgroups share only 35% of the TF-IDF neighbours.
+    The first pynndescent call of a process pays a numba JIT compilation of
+    20-60 s (cached on disk afterwards).
 
     Parameters
     ----------
@@ -398,12 +398,12 @@ class KNNGraph(BaseEstimator):
         Dimension of the SVD embedding (``space='svd'`` only).
     algorithm : {'auto', 'exact', 'nndescent'}, default='auto'
         'auto' is exact when n_samples <= ``exact_max_samples``, else nndescent.
-    exact_max_samples : int, default=20000
+    exact_max_samples : int, default=50000
         Threshold of ``algorithm='auto'``.
     n_search_neighbors : int or None, default=None
         Number of neighbours pynndescent is asked for (it lists the row
         itself among them); the best k others are kept.  Must exceed k.
-        None means ``max(3 * n_neighbors, 30)``.
+        None means ``max(n_neighbors + 10, 30)``.
     nndescent_kwds : dict or None, default=None
         Extra keyword arguments for ``pynndescent.NNDescent`` (e.g.
         ``n_trees``, ``n_iters``, ``max_candidates``, ``delta``), overriding
@@ -467,7 +467,7 @@ class KNNGraph(BaseEstimator):
 
     def __init__(self, n_neighbors=50, *, weight="cosine", heat_sigma=None,
                  symmetrize="union", normalized=True, power=5, space="tfidf",
-                 n_components=100, algorithm="auto", exact_max_samples=20000,
+                 n_components=100, algorithm="auto", exact_max_samples=50000,
                  n_search_neighbors=None, nndescent_kwds=None, recall_sample=200,
                  random_state=None, n_jobs=None, verbose=False):
         self.n_neighbors = n_neighbors
@@ -657,7 +657,7 @@ class KNNGraph(BaseEstimator):
         n = Xs.shape[0]
         n_search = self.n_search_neighbors
         if n_search is None:
-            n_search = max(3 * k, 30)
+            n_search = max(k + 10, 30)
         # pynndescent cannot return more than n - 1 others; rows that end up
         # short are repaired below.
         n_search = int(min(n_search, n - 1))
