@@ -1,0 +1,231 @@
+"""The ``linlap`` command driven as a user would: subprocesses on real files."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from linlap.datasets import load_pcmac
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(*args, cwd=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return subprocess.run([sys.executable, "-m", "linlap", *map(str, args)],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+
+
+def assert_user_error(res, *fragments):
+    assert res.returncode == 1, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("linlap: error:")]
+    assert len(lines) == 1, res.stderr
+    for frag in fragments:
+        assert frag in lines[0], lines[0]
+
+
+def short(name):
+    return name.split(".")[-2]  # comp.sys.ibm.pc.hardware -> pc
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """train.csv (300 rows, 40 labeled), test.jsonl (200 labeled), test.svm pair."""
+    d = tmp_path_factory.mktemp("cli")
+    train, test = load_pcmac("train"), load_pcmac("test")
+    rng = np.random.RandomState(0)
+    idx = rng.permutation(len(train.data))[:300]
+    lab = set(idx[:40])
+    with open(d / "train.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "body", "topic"])
+        for k, i in enumerate(idx):
+            w.writerow([k, train.data[i],
+                        short(train.target_names[train.target[i]]) if i in lab else ""])
+    tidx = rng.permutation(len(test.data))[:200]
+    with open(d / "test.jsonl", "w", encoding="utf-8") as f:
+        for i in tidx:
+            f.write(json.dumps({"body": test.data[i],
+                                "topic": short(test.target_names[test.target[i]])}) + "\n")
+    return d
+
+
+@pytest.fixture(scope="module")
+def model(corpus):
+    res = run("fit", corpus / "train.csv", "--model", corpus / "model.joblib",
+              "--text-column", "body", "--label-column", "topic", "--n-neighbors", 10)
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "40 labeled" in res.stderr and "260 unlabeled" in res.stderr
+    assert "vectorizing" in res.stderr  # step lines unless --quiet
+    return corpus / "model.joblib"
+
+
+def test_fit_predict_evaluate_top_features(corpus, model):
+    out = corpus / "pred.txt"
+    res = run("predict", model, corpus / "test.jsonl", "--out", out,
+              "--text-column", "body", "--chunk-size", 64, "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""
+    preds = out.read_text().splitlines()
+    assert len(preds) == 200 and set(preds) <= {"pc", "mac"}
+    truth = [json.loads(line)["topic"] for line in
+             (corpus / "test.jsonl").read_text(encoding="utf-8").splitlines()]
+    acc = np.mean(np.array(preds) == np.array(truth))
+    assert acc > 0.7
+
+    res = run("predict", model, corpus / "test.jsonl", "--out", corpus / "dec.csv",
+              "--text-column", "body", "--decision-values", "-q")
+    assert res.returncode == 0, res.stderr
+    rows = list(csv.reader(open(corpus / "dec.csv", encoding="utf-8")))
+    assert rows[0] == ["prediction", "decision_pc"]
+    assert [r[0] for r in rows[1:]] == preds
+    assert all((float(r[1]) > 0) == (r[0] == "pc") for r in rows[1:])
+
+    res = run("evaluate", model, corpus / "test.jsonl", "--text-column", "body",
+              "--label-column", "topic", "-q")
+    assert res.returncode == 0, res.stderr
+    assert f"accuracy  {acc:.4f}" in res.stdout
+    assert "macro-F1" in res.stdout and "precision" in res.stdout
+    assert "confusion matrix" in res.stdout
+
+    res = run("top-features", model, "-n", 5)
+    assert res.returncode == 0, res.stderr
+    assert "highest" in res.stdout and "lowest" in res.stdout
+    assert res.stdout.count("\n    ") == 10
+    assert "apple" in res.stdout or "mac" in res.stdout
+
+
+def test_hashing_lapsvm_and_directory_input(tmp_path):
+    train = load_pcmac("train")
+    rng = np.random.RandomState(1)
+    idx = rng.permutation(len(train.data))[:120]
+    for k, i in enumerate(idx):
+        folder = short(train.target_names[train.target[i]]) if k < 30 else "unlabeled"
+        (tmp_path / "docs" / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "docs" / folder / f"{k}.txt").write_text(train.data[i], encoding="utf-8")
+    res = run("fit", tmp_path / "docs", "--model", tmp_path / "h.model", "--vectorizer",
+              "hashing", "--ngram-max", 2, "--estimator", "lapsvm", "--n-neighbors", 8,
+              "--class-prior", "labeled", "-q")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""
+    res = run("top-features", tmp_path / "h.model", "-n", 3)
+    assert res.returncode == 0, res.stderr
+    assert "unavailable" in res.stdout and "feature " in res.stdout
+    res = run("evaluate", tmp_path / "h.model", tmp_path / "docs", "-q")
+    assert res.returncode == 0, res.stderr
+    assert "30 labeled documents" in res.stdout
+
+
+def test_svmlight_round_trip(tmp_path):
+    rng = np.random.RandomState(0)
+    lines = []
+    for i in range(80):
+        y = 1 if i % 2 else -1
+        feats = {1 + int(j): 1.0 for j in rng.choice(5, 2, replace=False) + (0 if y > 0 else 5)}
+        feats[20] = rng.rand()
+        label = y if i < 20 else 0
+        lines.append(f"{label} " + " ".join(f"{j}:{v:.3f}" for j, v in sorted(feats.items())))
+    (tmp_path / "d.svm").write_text("\n".join(lines) + "\n")
+    res = run("fit", tmp_path / "d.svm", "--model", tmp_path / "s.model", "--n-neighbors", 5,
+              "-q")
+    assert res.returncode == 0, res.stderr
+    res = run("predict", tmp_path / "s.model", tmp_path / "d.svm", "--chunk-size", 7, "-q")
+    assert res.returncode == 0, res.stderr
+    assert len(res.stdout.split()) == 80 and set(res.stdout.split()) <= {"1", "-1"}
+    res = run("top-features", tmp_path / "s.model", "-n", 2)
+    assert res.returncode == 0 and "feature " in res.stdout
+    # a matrix model refuses text input, clearly
+    res = run("predict", tmp_path / "s.model", tmp_path / "d.svm", "--format", "csv")
+    assert_user_error(res)
+
+
+# -------------------------------------------------------------------- user errors
+
+def _write(path, content, mode="w"):
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name, content, extra, fragments", [
+    ("missing_col.csv", "text,label\nhello,a\nworld,b\n", ["--text-column", "body"],
+     ["'body'", "missing_col.csv", "--text-column"]),
+    ("missing_label.csv", "text,cls\nhello,a\nworld,b\n", [],
+     ["'label'", "--label-column"]),
+    ("empty.csv", "", [], ["empty"]),
+    ("empty.jsonl", "", [], ["empty"]),
+    ("bad.svm", "1 1:0.5 2:1\n-1 3:zz\n", [], ["bad.svm", "line 2", "3:zz"]),
+    ("badlabel.svm", "1 1:0.5\nfoo 3:1\n", [], ["line 2"]),
+    ("latin1.csv", "text,label\nna\xefve caf\xe9,a\n".encode("latin-1"), [],
+     ["latin1.csv", "line 2", "UTF-8"]),
+    ("latin1.jsonl", b'{"text": "caf\xe9", "label": "a"}\n', [], ["line 1", "UTF-8"]),
+    ("unlabeled.csv", "text,label\nhello there,\nworld wide,\nfoo bar,\n", [],
+     ["unlabeled"]),
+    ("oneclass.jsonl", '{"text": "a b", "label": "x"}\n{"text": "c d", "label": "x"}\n'
+     '{"text": "e f"}\n', [], ["one class"]),
+    ("badjson.jsonl", '{"text": "a b", "label": "x"}\n{"text": oops}\n', [],
+     ["line 2", "JSON"]),
+    ("ragged.csv", "text,label\nhello,a,extra\n", [], ["line 2", "fields"]),
+    ("data.txt", "hello\n", [], ["--format"]),
+])
+def test_malformed_input_gives_one_error_line(tmp_path, name, content, extra, fragments):
+    path = _write(tmp_path / name, content)
+    res = run("fit", path, "--model", tmp_path / "m.joblib", "--n-neighbors", 2, *extra)
+    assert_user_error(res, *fragments)
+    assert not (tmp_path / "m.joblib").exists()
+
+
+def test_missing_files_and_corrupt_model(tmp_path, model, corpus):
+    assert_user_error(run("fit", tmp_path / "nope.csv", "--model", tmp_path / "m"),
+                      "nope.csv")
+    assert_user_error(run("predict", tmp_path / "nope.model", corpus / "test.jsonl"),
+                      "nope.model")
+    assert_user_error(run("fit", corpus / "train.csv", "--model", tmp_path / "no" / "m"),
+                      "no directory")
+    junk = _write(tmp_path / "junk.model", b"this is not a model\n" * 10)
+    assert_user_error(run("predict", junk, corpus / "test.jsonl"), "not a linlap model")
+    truncated = tmp_path / "trunc.model"
+    truncated.write_bytes(model.read_bytes()[: model.stat().st_size // 2])
+    assert_user_error(run("evaluate", truncated, corpus / "test.jsonl"), "trunc.model")
+    assert_user_error(run("top-features", truncated), "truncated")
+    # evaluate needs labels
+    nolab = _write(tmp_path / "nolab.jsonl", '{"body": "a mac"}\n')
+    assert_user_error(run("evaluate", model, nolab, "--text-column", "body",
+                          "--label-column", "topic"), "topic")
+
+
+def test_usage_errors_exit_2(tmp_path):
+    res = run("fit", tmp_path / "x.csv")  # --model missing
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    res = run("fit", tmp_path / "x.csv", "--model", "m", "--estimator", "svm")
+    assert res.returncode == 2
+    assert run().returncode == 2
+
+
+def test_help_of_every_command():
+    for cmd in ("fit", "predict", "evaluate", "top-features", "demo"):
+        res = run(cmd, "--help")
+        assert res.returncode == 0 and "usage: linlap" in res.stdout
+
+
+def test_plot_commands_write_png(tmp_path, corpus):
+    pytest.importorskip("matplotlib")
+    res = run("plot", "convergence", "--out", tmp_path / "conv.png", "--n-neighbors", 10,
+              "--n-labels", 30, "-q")
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "conv.png").read_bytes()[:4] == b"\x89PNG"
+    res = run("plot", "labels", corpus / "test.jsonl", "--text-column", "body",
+              "--label-column", "topic", "--out", tmp_path / "labels.png",
+              "--n-neighbors", 10, "--n-labels", "10,40", "-q")
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "labels.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,179 @@
+"""linlap.save / linlap.load and linlap.feature_weights."""
+
+import os
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import HashingVectorizer
+from sklearn.feature_selection import SelectFromModel
+from sklearn.pipeline import make_pipeline
+
+import linlap
+from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
+from linlap.datasets import load_pcmac, mask_labels
+from linlap.text import make_vectorizer
+
+
+@pytest.fixture(scope="module")
+def data():
+    train = load_pcmac("train")
+    rng = np.random.RandomState(0)
+    idx = rng.permutation(len(train.data))[:250]
+    texts = [train.data[i] for i in idx]
+    y = mask_labels(train.target[idx], 30, random_state=0)
+    return texts, y, train.target[idx]
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    texts, y, _ = data
+    model = make_pipeline(make_vectorizer(),
+                          LapRLSClassifier(graph=KNNGraph(n_neighbors=10)))
+    return model.fit(texts, y)
+
+
+def test_round_trip_predicts_the_same(tmp_path, data, fitted):
+    texts, _, _ = data
+    path = tmp_path / "model.joblib"
+    linlap.save(fitted, path)
+    loaded = linlap.load(path)
+    np.testing.assert_array_equal(loaded.predict(texts), fitted.predict(texts))
+    np.testing.assert_allclose(loaded.decision_function(texts),
+                               fitted.decision_function(texts))
+    est = loaded[-1]
+    # the fitted graph is dropped (its parameters are kept), the user's model untouched
+    assert est.graph_ is None and est._solution is None
+    assert isinstance(est.graph, KNNGraph) and est.graph.n_neighbors == 10
+    assert not hasattr(est.graph, "adjacency_")
+    np.testing.assert_array_equal(est.transduction_, fitted[-1].transduction_)
+    assert fitted[-1].graph_ is not None and hasattr(fitted[-1].graph_, "adjacency_")
+    payload = joblib.load(path)
+    assert payload["format"] == "linlap-model"
+    assert payload["linlap_version"] == linlap.__version__
+    # keep_graph=True keeps it
+    linlap.save(fitted, tmp_path / "full.joblib", keep_graph=True)
+    assert linlap.load(tmp_path / "full.joblib")[-1].graph_ is not None
+
+
+def test_bare_estimator_round_trip(tmp_path):
+    rng = np.random.RandomState(0)
+    X = rng.rand(40, 5)
+    y = np.where(X[:, 0] > 0.5, 1, 0)
+    y[10:] = -1
+    clf = LapSVMClassifier(graph=KNNGraph(n_neighbors=5)).fit(X, y)
+    linlap.save(clf, tmp_path / "c")
+    np.testing.assert_array_equal(linlap.load(tmp_path / "c").predict(X), clf.predict(X))
+
+
+def test_refuses_foreign_truncated_and_missing(tmp_path, fitted):
+    good = tmp_path / "good.joblib"
+    linlap.save(fitted, good)
+    trunc = tmp_path / "trunc.joblib"
+    trunc.write_bytes(good.read_bytes()[:len(good.read_bytes()) // 3])
+    with pytest.raises(ValueError, match="truncated"):
+        linlap.load(trunc)
+    other = tmp_path / "other.joblib"
+    joblib.dump({"a": 1}, other)
+    with pytest.raises(ValueError, match="not a linlap model"):
+        linlap.load(other)
+    text = tmp_path / "text.joblib"
+    text.write_text("hello\n")
+    with pytest.raises(ValueError, match="not a linlap model"):
+        linlap.load(text)
+    empty = tmp_path / "empty.joblib"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="not a linlap model"):
+        linlap.load(empty)
+    with pytest.raises(ValueError, match="no such"):
+        linlap.load(tmp_path / "missing.joblib")
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("sklearn_version", "0.24.2", r"scikit-learn 0\.24\.2.*scikit-learn \d"),
+    ("linlap_version", "7.0.0", r"linlap 7\.0\.0"),
+])
+def test_refuses_incompatible_versions(tmp_path, fitted, field, value, match):
+    path = tmp_path / "m.joblib"
+    linlap.save(fitted, path)
+    payload = joblib.load(path)
+    payload[field] = value
+    joblib.dump(payload, path)
+    with pytest.raises(ValueError, match=match):
+        linlap.load(path)
+    assert linlap.load(path, check_versions=False) is not None
+
+
+def test_interrupted_save_leaves_previous_model_intact(tmp_path, fitted, monkeypatch):
+    path = tmp_path / "model.joblib"
+    linlap.save(fitted, path)
+    before = path.read_bytes()
+
+    def broken_dump(value, filename, *args, **kwargs):
+        filename.write(b"\x80\x04partial pickle bytes" * 100)  # some bytes, then die
+        filename.flush()
+        raise KeyboardInterrupt("killed mid-write")
+
+    monkeypatch.setattr(joblib, "dump", broken_dump)
+    with pytest.raises(KeyboardInterrupt):
+        linlap.save(fitted, path)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["model.joblib"]
+    monkeypatch.undo()
+    assert linlap.load(path) is not None
+
+
+def test_save_into_missing_directory_fails_cleanly(tmp_path, fitted):
+    with pytest.raises(OSError):
+        linlap.save(fitted, tmp_path / "no" / "such" / "dir" / "m.joblib")
+
+
+def _rows(table):
+    if hasattr(table, "to_dict"):
+        return table.to_dict("records")
+    return table
+
+
+def test_feature_weights(fitted):
+    rows = _rows(linlap.feature_weights(fitted, top=5))
+    assert len(rows) == 10
+    assert set(rows[0]) == {"term", "class", "weight"}
+    assert {r["class"] for r in rows} == {1}  # binary: classes_[1]
+    w = [r["weight"] for r in rows]
+    assert w == sorted(w, reverse=True)
+    coef = fitted[-1].coef_[0]
+    assert np.isclose(w[0], coef.max()) and np.isclose(w[-1], coef.min())
+    vocab = fitted[0].get_feature_names_out()
+    assert rows[0]["term"] == vocab[np.argmax(coef)]
+    everything = _rows(linlap.feature_weights(fitted))
+    assert len(everything) == coef.size
+    # a bare estimator, with and without names
+    bare = _rows(linlap.feature_weights(fitted[-1], top=2, feature_names=vocab))
+    assert [r["term"] for r in bare] == [r["term"] for r in rows[:2]] + \
+        [r["term"] for r in rows[-2:]]
+    assert isinstance(_rows(linlap.feature_weights(fitted[-1], top=1))[0]["term"], int)
+    with pytest.raises(ValueError):
+        linlap.feature_weights(LapRLSClassifier())
+
+
+def test_feature_weights_multiclass_and_hashing():
+    rng = np.random.RandomState(0)
+    X = rng.rand(60, 6)
+    y = X[:, :3].argmax(axis=1)
+    y[20:] = -1
+    clf = LapRLSClassifier(graph=KNNGraph(n_neighbors=5)).fit(X, y)
+    rows = _rows(linlap.feature_weights(clf, top=1))
+    assert [r["class"] for r in rows] == [0, 0, 1, 1, 2, 2]
+    assert [r["term"] for r in rows[::2]] == [0, 1, 2]
+    texts, ylab = ["apple mac", "intel pc", "mac os", "pc dos"], np.array([1, 0, -1, -1])
+    pipe = make_pipeline(HashingVectorizer(n_features=64),
+                         LapRLSClassifier(graph=KNNGraph(n_neighbors=2))).fit(texts, ylab)
+    assert isinstance(_rows(linlap.feature_weights(pipe, top=1))[0]["term"], int)
+
+
+def test_select_from_model(data):
+    texts, y, _ = data
+    X = make_vectorizer().fit_transform(texts)
+    clf = LapRLSClassifier(graph=KNNGraph(n_neighbors=10))
+    sel = SelectFromModel(clf, max_features=50, threshold=-np.inf).fit(X, y)
+    assert sel.transform(X).shape == (X.shape[0], 50)
