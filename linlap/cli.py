@@ -177,20 +177,6 @@ def _model_batches(model, args, fmt_path, need_labels=False):
                         n_features=n_features, **_reader_kwargs(args))
 
 
-def _concat(batches):
-    import scipy.sparse as sp
-
-    from .io import Batch
-
-    labels = [lab for b in batches for lab in b.labels]
-    ids = [i for b in batches for i in b.ids]
-    if batches and sp.issparse(batches[0].data):
-        data = sp.vstack([b.data for b in batches], format="csr")
-    else:
-        data = [t for b in batches for t in b.data]
-    return Batch(data, labels, ids)
-
-
 def _parse_class_prior(text):
     if text is None or text.lower() == "none":
         return None
@@ -249,7 +235,8 @@ def _fit(args):
                 bar.update(len(b))
         finally:
             bar.close()
-        batch = _concat(batches)
+        from .io import concat_batches
+        batch = concat_batches(batches)
         del batches
     labels = batch.labels
     n = len(labels)
@@ -440,10 +427,10 @@ def _top_features(args):
     for title, w in rows:
         order = np.argsort(-w, kind="stable")
         print(f"class {title}")
-        print(f"  highest:")
+        print("  highest:")
         for j in order[:n]:
             print(f"    {w[j]:+10.4f}  {names[j]}")
-        print(f"  lowest:")
+        print("  lowest:")
         for j in order[::-1][:n]:
             print(f"    {w[j]:+10.4f}  {names[j]}")
     return 0

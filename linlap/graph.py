@@ -14,7 +14,6 @@ import json
 import numbers
 import os
 import sys
-import tempfile
 import time
 import warnings
 import zipfile
@@ -27,6 +26,8 @@ from sklearn.base import BaseEstimator
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
+
+from ._atomic import atomic_write
 
 __all__ = ["KNNGraph"]
 
@@ -863,21 +864,8 @@ class KNNGraph(BaseEstimator):
             "adj_indptr": W.indptr,
             "degree": self.degree_,
         }
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".knngraph-", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        with atomic_write(path, prefix=".knngraph-") as fh:
+            np.savez(fh, **arrays)
 
     @classmethod
     def load(cls, path):

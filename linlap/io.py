@@ -343,12 +343,10 @@ def iter_batches(path, fmt="auto", *, text_column="text", label_column="label",
     return _iter_dir(path, chunk_size, need_labels)
 
 
-def read_all(path, fmt="auto", **kwargs):
-    """Read the whole input as one :class:`Batch`."""
+def concat_batches(batches):
+    """One :class:`Batch` from several (sparse rows stacked, texts concatenated)."""
     import scipy.sparse as sp
 
-    batches = list(iter_batches(path, fmt, chunk_size=kwargs.pop("chunk_size", 10_000),
-                                **kwargs))
     labels = [lab for b in batches for lab in b.labels]
     ids = [i for b in batches for i in b.ids]
     if batches and sp.issparse(batches[0].data):
@@ -356,3 +354,9 @@ def read_all(path, fmt="auto", **kwargs):
     else:
         data = [t for b in batches for t in b.data]
     return Batch(data, labels, ids)
+
+
+def read_all(path, fmt="auto", **kwargs):
+    """Read the whole input as one :class:`Batch`."""
+    return concat_batches(list(iter_batches(path, fmt, chunk_size=kwargs.pop("chunk_size", 10_000),
+                                            **kwargs)))

@@ -11,7 +11,8 @@ pickle-based format, a model file can run code when loaded: load only files you 
 import copy
 import errno
 import os
-import tempfile
+
+from ._atomic import atomic_write
 
 __all__ = ["save", "load", "FORMAT_TAG"]
 
@@ -102,22 +103,8 @@ def save(model, path, *, keep_graph=False, compress=3):
     if not os.path.isdir(directory):
         raise FileNotFoundError(errno.ENOENT, "cannot save the model: no such directory",
                                 directory)
-    fd, tmp = tempfile.mkstemp(prefix=".linlap-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            joblib.dump(payload, fh, compress=compress)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_write(path, prefix=".linlap-") as fh:
+        joblib.dump(payload, fh, compress=compress)
 
 
 def load(path, *, check_versions=True):
