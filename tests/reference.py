@@ -24,3 +24,26 @@ def dense_solution(Xd, Lp, labeled, T, gamma_A, gamma_I, s, c=None, r=None):
         sol = np.linalg.solve(K, np.r_[2 * G[:, j], r[j]])
         out.append(sol[:-1])
     return np.array(out).T
+
+
+def random_design(n, d, rng, *, sparse=True, density=0.4):
+    """A random sparse (CSR) or dense design matrix with standard normal nonzeros."""
+    import scipy.sparse as sp
+
+    X = sp.random(n, d, density=density, random_state=rng, format="csr")
+    X.data = rng.standard_normal(X.data.size)
+    return X if sparse else X.toarray()
+
+
+def random_laplacian(n, rng, *, normalized=False):
+    """Dense Laplacian of a random symmetric weighted graph (D − W, or I − D^-½WD^-½)."""
+    import scipy.sparse as sp
+
+    W = sp.random(n, n, density=0.15, random_state=rng)
+    W = ((W + W.T) * 0.5).toarray()
+    np.fill_diagonal(W, 0)
+    deg = W.sum(1)
+    if normalized:  # L 1 ≠ 0: the bias enters the graph term
+        dm = np.where(deg > 0, deg, 1.0) ** -0.5
+        return np.eye(n) - dm[:, None] * W * dm[None, :]
+    return np.diag(deg) - W

@@ -9,19 +9,13 @@ from sklearn.exceptions import ConvergenceWarning
 
 from linlap.solvers import batched_cg, laprls_linear
 
-from reference import dense_objective, dense_solution
+from reference import dense_objective, dense_solution, random_design, random_laplacian
 
 
 def random_problem(n=40, d=12, l=10, k=1, density=0.4, seed=0, sparse=True):
     rng = np.random.default_rng(seed)
-    X = sp.random(n, d, density=density, random_state=rng, format="csr")
-    X.data = rng.standard_normal(X.data.size)
-    if not sparse:
-        X = X.toarray()
-    W = sp.random(n, n, density=0.15, random_state=rng)
-    W = ((W + W.T) * 0.5).toarray()
-    np.fill_diagonal(W, 0)
-    L = np.diag(W.sum(1)) - W
+    X = random_design(n, d, rng, sparse=sparse, density=density)
+    L = random_laplacian(n, rng)
     labeled = rng.choice(n, l, replace=False)
     T = rng.choice([-1.0, 1.0], size=(l, k))
     return X, L, labeled, T

@@ -15,24 +15,15 @@ from linlap.solvers import (lapsvm_newton, lapsvm_objective, lapsvm_tinv,
                             squared_hinge_line_search, tinv_factor)
 from linlap.solvers.newton import regulariser_line
 
+from reference import random_design, random_laplacian
+
 GA, GI = 1e-3, 0.1  # small enough that many labeled rows end past the margin
 
 
 def random_problem(n=40, d=10, l=14, k=1, seed=0, sparse=True, normalized=False):
     rng = np.random.default_rng(seed)
-    X = sp.random(n, d, density=0.4, random_state=rng, format="csr")
-    X.data = rng.standard_normal(X.data.size)
-    if not sparse:
-        X = X.toarray()
-    W = sp.random(n, n, density=0.15, random_state=rng)
-    W = ((W + W.T) * 0.5).toarray()
-    np.fill_diagonal(W, 0)
-    deg = W.sum(1)
-    if normalized:  # L 1 ≠ 0: the bias enters the graph term
-        dm = np.where(deg > 0, deg, 1.0) ** -0.5
-        L = np.eye(n) - dm[:, None] * W * dm[None, :]
-    else:
-        L = np.diag(deg) - W
+    X = random_design(n, d, rng, sparse=sparse)
+    L = random_laplacian(n, rng, normalized=normalized)
     labeled = rng.choice(n, l, replace=False)
     # labels from a planted linear model plus noise: at the optimum some labeled rows
     # are past the margin and some are not (random labels would leave all active)
