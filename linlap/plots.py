@@ -55,10 +55,7 @@ def plot_convergence(estimators, path, *, title=None):
         ax.grid(True, alpha=0.3)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_label_curve(n_labels, errors, path, *, title=None):
@@ -87,6 +84,10 @@ def plot_label_curve(n_labels, errors, path, *, title=None):
     ax.legend()
     if title:
         ax.set_title(title)
+    return _save(plt, fig, path)
+
+
+def _save(plt, fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
