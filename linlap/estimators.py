@@ -4,7 +4,6 @@ import numbers
 import sys
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, clone
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -140,8 +139,6 @@ class _LinearLapClassifier(LinearClassifierMixin, BaseEstimator):
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_min_samples=2)
-        if sp.issparse(X):
-            X.sort_indices()
         labeled_rows, unlabeled_rows, classes, y_idx = self._check_labels(y)
         balance = self._balance_targets(classes, y_idx, unlabeled_rows.size)
 

@@ -322,3 +322,20 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(estimator)
+
+
+@pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
+def test_fit_does_not_modify_X(Est):
+    X, y = blobs(seed=14)
+    X = X.tocsr()
+    # unsorted column indices within each row: a valid CSR matrix a fit must leave alone
+    X.indices = X.indices.copy()
+    for i in range(X.shape[0]):
+        a, b = X.indptr[i], X.indptr[i + 1]
+        X.indices[a:b] = X.indices[a:b][::-1]
+        X.data[a:b] = X.data[a:b][::-1]
+    X.has_sorted_indices = False
+    before = (X.indices.copy(), X.data.copy(), X.indptr.copy())
+    Est(graph=KNNGraph(n_neighbors=5)).fit(X, semi(y, 10))
+    for a, b in zip(before, (X.indices, X.data, X.indptr)):
+        np.testing.assert_array_equal(a, b)
