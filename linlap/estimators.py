@@ -110,7 +110,8 @@ class _LinearLapClassifier(LinearClassifierMixin, BaseEstimator):
         if self.graph is None:
             if n < 2:
                 raise ValueError(f"Found n_samples = {n}: the graph needs at least 2 rows.")
-            return KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n - 1)).fit(X)
+            return KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n - 1),
+                            verbose=bool(self.verbose)).fit(X)
         graph = clone(self.graph)  # a fitted graph clones to itself: shared, not rebuilt
         if getattr(graph, "adjacency_", None) is not None and hasattr(graph, "n_samples_fit_"):
             if graph.n_samples_fit_ != n:
@@ -226,7 +227,8 @@ class LapRLSClassifier(_LinearLapClassifier):
     warm_start : bool, default=False
         Start CG from the previous fit's solution (same shapes).
     verbose : int, default=0
-        Print CG progress to stderr.
+        Print CG progress to stderr (and, when the estimator builds the graph itself,
+        the graph's steps).
 
     Attributes
     ----------

@@ -339,3 +339,13 @@ def test_fit_does_not_modify_X(Est):
     Est(graph=KNNGraph(n_neighbors=5)).fit(X, semi(y, 10))
     for a, b in zip(before, (X.indices, X.data, X.indptr)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_verbose_reports_graph_and_solver_steps(capsys):
+    X, y = blobs(seed=15)
+    LapRLSClassifier(verbose=1).fit(X, semi(y, 10))
+    out = capsys.readouterr()
+    assert "[KNNGraph]" in out.out and "[LapRLS] iteration 1" in out.err
+    LapRLSClassifier().fit(X, semi(y, 10))
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
