@@ -275,11 +275,10 @@ def _fit(args):
     del batch
 
     k = min(args.n_neighbors, n - 1)
-    # solver iterations (stderr) and graph-search progress (stdout) on a terminal
+    # graph and solver progress (both on stderr) when asked, or on a terminal
     verbose = args.verbose or (not args.quiet and sys.stderr.isatty())
     graph = KNNGraph(n_neighbors=k, weight=args.weight, power=args.power,
-                     random_state=args.seed,
-                     verbose=bool(args.verbose or (verbose and sys.stdout.isatty())))
+                     random_state=args.seed, verbose=bool(verbose))
     with rep.step(f"building the {k}-NN graph", chatty=graph.verbose):
         graph.fit(X)
     common = dict(gamma_A=args.gamma_A, gamma_I=args.gamma_I, graph=graph,

@@ -62,7 +62,8 @@ def _is_int(x):
 
 
 def _log(msg):
-    print(f"[KNNGraph] {msg}", file=sys.stdout, flush=True)
+    # progress goes to stderr, like the solvers': stdout is for a program's output
+    print(f"[KNNGraph] {msg}", file=sys.stderr, flush=True)
 
 
 def _effective_n_jobs(n_jobs):

@@ -345,7 +345,7 @@ def test_verbose_reports_graph_and_solver_steps(capsys):
     X, y = blobs(seed=15)
     LapRLSClassifier(verbose=1).fit(X, semi(y, 10))
     out = capsys.readouterr()
-    assert "[KNNGraph]" in out.out and "[LapRLS] iteration 1" in out.err
+    assert "[KNNGraph]" in out.err and "[LapRLS] iteration 1" in out.err
     LapRLSClassifier().fit(X, semi(y, 10))
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""

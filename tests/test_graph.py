@@ -551,5 +551,5 @@ def test_load_rejects_bad_files(X_small, tmp_path):
 
 def test_verbose_reports_steps(X_small, capsys):
     KNNGraph(weight="binary", power=1, n_neighbors=3, verbose=True).fit(X_small)
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "exact 3-NN search" in out and "trace(L)" in out
