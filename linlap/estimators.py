@@ -221,7 +221,8 @@ class LapRLSClassifier(_LinearLapClassifier):
         Fit the unpenalised bias b.
     tol : float, default=1e-4
         CG stops when the relative residual of the normal equations is below tol
-        (on PCMAC, 1e-4 and 1e-6 give the same predictions).
+        (on one PCMAC draw, 1e-4 and 1e-6 gave the same test error at 42 vs 78
+        iterations).
     max_iter : int, default=1000
         Maximum CG iterations.
     warm_start : bool, default=False

@@ -336,9 +336,9 @@ class KNNGraph(BaseEstimator):
 
     **Defaults** (k = 50, cosine weights, union, normalised Laplacian, p = 5)
     were chosen by test error on real text: on the bundled PCMAC corpus (10
-    draws of 50 labels, LapRLS, bench/pcmac.py) the error fell from 32% with
-    k = 10, binary weights, p = 1 to about 18.5% with these settings; larger k
-    and p help up to about k = 100, p = 8 (see bench/RESULTS.md).
+    draws of 50 labels, LapRLS, ``bench/pcmac.py --grid``) the error fell from
+    31.6% with k = 10, p = 1 to 18.5% with these settings; larger k and p help
+    further (16.2% at k = 200, p = 12; see bench/RESULTS.md).
 
     **Search.**  ``algorithm='exact'`` uses blocked sparse (or dense) dot
     products with memory bounded by the block size.  ``'nndescent'`` uses
@@ -363,7 +363,8 @@ class KNNGraph(BaseEstimator):
       ``exact_max_samples=50000``: exact search costs n² but is ~8× cheaper
       at 19k rows, so by extrapolation it stays cheaper up to ~50k rows (an
       estimate, not yet measured at 50k).
-    * k = 10, 20 Newsgroups: asking for 11 neighbours gives recall 0.834,
+    * k = 10, 20 Newsgroups (TF-IDF without stop-word removal): asking for
+      11 neighbours gives recall 0.834,
       20 gives 0.944, 30 gives 0.975 (102 CPU-s; exact 42 CPU-s), 45 gives
       0.985 at about twice the time of 30.  IMDB train (25,000 reviews, 137
       nnz/doc), 30 neighbours: recall 0.857 (150 CPU-s; exact 106 CPU-s).
