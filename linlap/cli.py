@@ -650,7 +650,7 @@ def main(argv=None):
         except (OSError, ValueError):
             pass
         return 0
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, MemoryError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
         if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
             msg = f"{exc.filename}: {exc.strerror}"

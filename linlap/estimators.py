@@ -1,15 +1,17 @@
 """scikit-learn estimators: thin wrappers over the solvers in :mod:`linlap.solvers`."""
 
 import numbers
-import sys
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, clone
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from ._labels import marker_mask
+from ._memory import check_memory, solve_bytes
+from ._progress import progress
 from .graph import KNNGraph
 from .solvers.laprls import laprls_linear
 from .solvers.newton import lapsvm_newton
@@ -150,6 +152,10 @@ class _LinearLapClassifier(LinearClassifierMixin, BaseEstimator):
             targets = np.full((y_idx.size, classes.size), -1.0)
             targets[np.arange(y_idx.size), y_idx] = 1.0
 
+        n, d = X.shape
+        check_memory(solve_bytes(n, d, X.nnz if sp.issparse(X) else n * d,
+                                 targets.shape[1] + (balance is not None)),
+                     f"Fitting {type(self).__name__} on {n} rows x {d} features")
         init = None
         if self.warm_start and getattr(self, "_solution", None) is not None:
             prev = self._solution
@@ -176,11 +182,11 @@ class _LinearLapClassifier(LinearClassifierMixin, BaseEstimator):
     def _progress_callback(self, name, quantity="relative residual", every=10):
         if not self.verbose:
             return None
+        bar = progress(True, desc=name, unit="iteration", every=every)
+        key = quantity.replace(" ", "_")
 
         def report(iteration, value):
-            if iteration == 1 or iteration % every == 0:
-                print(f"[{name}] iteration {iteration}: {quantity} {value:.3e}",
-                      file=sys.stderr)
+            bar.update(1, **{key: float(value)})
         return report
 
 

@@ -349,3 +349,16 @@ def test_verbose_reports_graph_and_solver_steps(capsys):
     LapRLSClassifier().fit(X, semi(y, 10))
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
+
+
+def test_fit_refuses_before_solving_when_memory_is_short(monkeypatch):
+    import linlap._memory as memory
+
+    rng = np.random.RandomState(0)
+    X = sp.random(60, 30, density=0.3, format="csr", random_state=rng) + sp.eye(60, 30)
+    y = np.where(rng.rand(60) < 0.5, 0, 1)
+    y[10:] = -1
+    graph = KNNGraph(n_neighbors=5, power=1).fit(X)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1000)
+    with pytest.raises(MemoryError, match="LapRLSClassifier on 60 rows"):
+        LapRLSClassifier(graph=graph).fit(X, y)

@@ -1,0 +1,60 @@
+"""Peak-memory estimates of graph building and fitting, checked before the work starts.
+
+The estimates are linear in n, nnz and k (nothing on the linear path is quadratic in n):
+
+graph, exact search on the input (``space='tfidf'``)
+    ``24 nnz + 120 n k + 2^28`` bytes — a normalised float64 copy of X and its transpose
+    (12 bytes per nonzero each), neighbours and distances (16 n k), the symmetrised
+    weight matrix and its temporaries (≈ 104 n k), one block of similarities (256 MB).
+graph, SVD embedding + pynndescent (``space='svd'``)
+    ``12 nnz + 12 n c + 48 n m + 120 n k`` bytes — the normalised copy, the embedding in
+    float64 and float32 (c = n_components), pynndescent's candidate heaps and trees
+    (≈ 48 bytes per candidate, m = n_search_neighbors), and the weight matrix as above.
+solve (LapRLS CG or LapSVM finite Newton)
+    ``12 nnz [+ 12 nnz if X is converted] + 56 n q + 48 d q`` bytes — X, the n × q
+    decision values and graph work vectors of the q = C (+1) right-hand sides (≈ 7 per
+    column), and the d × q CG vectors (6 per column).
+
+``bench/scale.py`` records the measured peak RSS next to these formulas.
+"""
+
+import os
+
+__all__ = ["graph_bytes", "solve_bytes", "available_bytes", "check_memory"]
+
+
+def graph_bytes(n, nnz, k, *, space="tfidf", n_components=50, n_search=None):
+    """Estimated peak bytes of building a k-NN graph over n rows with nnz nonzeros."""
+    if space == "svd":
+        m = n_search if n_search is not None else k + 10
+        return 12 * nnz + 12 * n * n_components + 48 * n * m + 120 * n * k
+    return 24 * nnz + 120 * n * k + 2**28
+
+
+def solve_bytes(n, d, nnz, n_columns, *, converts_X=False):
+    """Estimated peak bytes of a linear fit (excluding the graph, which is already built)."""
+    return 12 * nnz * (2 if converts_X else 1) + 56 * n * n_columns + 48 * d * n_columns
+
+
+def available_bytes():
+    """Memory the OS can give this process now (MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_memory(needed, what, hint=""):
+    """Raise MemoryError before starting ``what`` when ``needed`` bytes are not available."""
+    avail = available_bytes()
+    if avail is not None and needed > avail:
+        raise MemoryError(
+            f"{what} needs about {needed / 2**30:.1f} GiB but only {avail / 2**30:.1f} GiB "
+            f"of memory is available.{(' ' + hint) if hint else ''}")
