@@ -13,6 +13,8 @@ _LAZY = {
     "KNNGraph": "linlap.graph",
     "LapRLSClassifier": "linlap.estimators",
     "LapSVMClassifier": "linlap.estimators",
+    "KernelLapRLSClassifier": "linlap.kernel_estimators",
+    "KernelLapSVMClassifier": "linlap.kernel_estimators",
     "datasets": "linlap.datasets",
     "save": "linlap.persistence",
     "load": "linlap.persistence",

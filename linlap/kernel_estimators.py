@@ -1,0 +1,460 @@
+"""scikit-learn estimators of the kernel mode (seed 003): thin wrappers over
+:mod:`linlap.solvers.kernel` and :mod:`linlap.kernels`.
+
+For n up to some tens of thousands of rows: the decision function is a kernel
+expansion over all n training rows, ``f(x) = Σ_j α_j k(x_j, x) + b``. Past what the
+memory budget allows for the n × n Gram matrix, fit refuses and points at the linear
+classifiers (:class:`~linlap.LapSVMClassifier`, :class:`~linlap.LapRLSClassifier`),
+which scale to millions of documents.
+"""
+
+import numbers
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .estimators import _LinearLapClassifier
+from .graph import KNNGraph
+from .kernels import KERNELS, GramOperator, kernel_product
+from .solvers.kernel import EARLY_STOPPING, kernel_newton, kernel_pcg
+
+__all__ = ["KernelLapSVMClassifier", "KernelLapRLSClassifier"]
+
+
+def _resolve_gamma(gamma, X):
+    d = X.shape[1]
+    if gamma == "auto":
+        return 1.0 / d
+    if gamma == "scale":
+        if sp.issparse(X):
+            mean = np.asarray(X.mean())
+            var = float(X.multiply(X).mean() - mean ** 2)
+        else:
+            var = float(X.var())
+        return 1.0 / (d * var) if var > 0 else 1.0
+    return gamma
+
+
+class _KernelLapClassifier(ClassifierMixin, BaseEstimator):
+    """Shared fit / predict of the kernel-mode classifiers.
+
+    Label handling (``unlabeled`` marker, class checks) and the graph (build, or reuse
+    of a prebuilt :class:`~linlap.KNNGraph`) are those of the linear classifiers: this
+    class calls ``_LinearLapClassifier._check_labels`` / ``_fit_graph`` on itself.
+    """
+
+    _solvers = ()
+    _loss = None
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- validation ------------------------------------------------------------------
+    def _check_params(self):
+        for name in ("gamma_A", "gamma_I"):
+            v = getattr(self, name)
+            if (not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v)
+                    or v < 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        if not self.gamma_A > 0:
+            raise ValueError("gamma_A must be > 0 in kernel mode: with gamma_A = 0 the "
+                             "coefficients α of the kernel expansion are not determined.")
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}.")
+        g = self.gamma
+        if not (g in ("scale", "auto") or (isinstance(g, numbers.Real)
+                                            and not isinstance(g, bool)
+                                            and np.isfinite(g) and g > 0)):
+            raise ValueError(f"gamma must be 'scale', 'auto' or a number > 0, got {g!r}.")
+        if self.solver not in self._solvers:
+            raise ValueError(f"solver must be one of {self._solvers}, got {self.solver!r}.")
+        if self.early_stopping not in EARLY_STOPPING:
+            raise ValueError(f"early_stopping must be one of {EARLY_STOPPING}, got "
+                             f"{self.early_stopping!r}.")
+        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
+            raise ValueError(f"tol must be > 0, got {self.tol!r}.")
+        for name in ("max_iter", "memory_budget"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}.")
+        if self.check_every is not None and (not isinstance(self.check_every, numbers.Integral)
+                                             or self.check_every < 1):
+            raise ValueError(f"check_every must be None or an integer >= 1, got "
+                             f"{self.check_every!r}.")
+        if not isinstance(self.stability_tol, numbers.Real) or not 0 < self.stability_tol < 1:
+            raise ValueError(f"stability_tol must be in (0, 1), got {self.stability_tol!r}.")
+        if self.graph is not None and not isinstance(self.graph, KNNGraph):
+            raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
+                             f"{type(self.graph).__name__}.")
+
+    def _check_size(self, n, solver):
+        budget = self.memory_budget
+        gb = lambda b: f"{b / 2**30:.2f} GiB"  # noqa: E731
+        linear = ("use the linear classifiers linlap.LapSVMClassifier / "
+                  "linlap.LapRLSClassifier, which scale to millions of rows")
+        if solver in ("newton", "direct"):
+            need = 3 * 8 * (n + 1) ** 2  # K, L^p K and the (n+1)² system, float64
+            if need > budget:
+                raise ValueError(
+                    f"n = {n} rows is too large for solver={solver!r} within memory_budget="
+                    f"{gb(budget)}: it needs about {gb(need)} (three dense (n+1)² float64 "
+                    f"matrices). Use solver='pcg', raise memory_budget, or {linear}.")
+        elif 4 * n * n > budget and not self.recompute_kernel:
+            raise ValueError(
+                f"n = {n} rows is too large for the kernel mode within memory_budget="
+                f"{gb(budget)}: the Gram matrix needs {gb(4 * n * n)} even in float32. "
+                f"Raise memory_budget, pass recompute_kernel=True (K recomputed block by "
+                f"block at every PCG iteration: bounded memory, O(n² nnz) time per "
+                f"iteration), or {linear}.")
+
+    def _fit_graph(self, X):
+        return _LinearLapClassifier._fit_graph(self, X)
+
+    def _progress(self, name):
+        if not self.verbose:
+            return None
+
+        def report(iteration, value):
+            if iteration == 1 or iteration % 10 == 0:
+                print(f"[{name}] iteration {iteration}: relative gradient {value:.3e}",
+                      file=sys.stderr)
+        return report
+
+    # -- fit ---------------------------------------------------------------------------
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Fit on labeled and unlabeled rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            All training rows, labeled and unlabeled (CSR is used as is).
+        y : array-like of shape (n_samples,)
+            Labels; rows equal to ``unlabeled`` (default -1) are unlabeled.
+        X_val : {array-like, sparse matrix} of shape (n_val, n_features), default=None
+            Labeled validation rows for ``early_stopping='validation'`` or ``'mixed'``
+            (seed 003 Algorithm 3). They are not training rows: they are not in the
+            graph nor in the expansion, only classified at each check (a scikit-learn
+            fit parameter, e.g. ``pipe.fit(X, y, clf__X_val=..., clf__y_val=...)``).
+        y_val : array-like of shape (n_val,), default=None
+            Their labels (classes seen among the labeled rows of y).
+
+        Returns
+        -------
+        self
+        """
+        t0 = time.perf_counter()
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             ensure_min_samples=2)
+        n = X.shape[0]
+        solver = self._resolve_solver(n)
+        self._check_size(n, solver)
+        labeled_rows, unlabeled_rows, classes, y_idx = _LinearLapClassifier._check_labels(
+            self, y)
+        val = None
+        if self.early_stopping in ("validation", "mixed") and solver == "pcg":
+            if X_val is None or y_val is None:
+                raise ValueError(f"early_stopping={self.early_stopping!r} needs labeled "
+                                 "validation rows: fit(X, y, X_val=..., y_val=...).")
+        if X_val is not None or y_val is not None:
+            if X_val is None or y_val is None:
+                raise ValueError("Pass both X_val and y_val, or neither.")
+            X_val = validate_data(self, X_val, accept_sparse="csr", dtype=np.float64,
+                                  reset=False)
+            y_val = np.asarray(y_val)
+            if y_val.shape != (X_val.shape[0],):
+                raise ValueError(f"y_val must have shape ({X_val.shape[0]},), got "
+                                 f"{y_val.shape}.")
+            pos = np.searchsorted(classes, y_val)
+            bad = (pos >= classes.size) | (classes[np.minimum(pos, classes.size - 1)] != y_val)
+            if bad.any():
+                raise ValueError(f"y_val has labels not among the labeled classes of y: "
+                                 f"{np.unique(y_val[bad])[:10].tolist()}.")
+            val = (X_val, pos)
+
+        t1 = time.perf_counter()
+        graph = self._fit_graph(X)
+        t_graph = time.perf_counter() - t1
+        if classes.size == 2:
+            targets = np.where(y_idx == 1, 1.0, -1.0)[:, None]
+        else:
+            targets = np.full((y_idx.size, classes.size), -1.0)
+            targets[np.arange(y_idx.size), y_idx] = 1.0
+
+        gamma = _resolve_gamma(self.gamma, X)
+        t1 = time.perf_counter()
+        gram = GramOperator(X, kernel=self.kernel, gamma=gamma, degree=self.degree,
+                            coef0=self.coef0,
+                            memory_budget=self.memory_budget if solver == "pcg" else 2**62)
+        t_kernel = time.perf_counter() - t1
+        common = dict(gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_,
+                      loss=self._loss, fit_intercept=self.fit_intercept)
+        t1 = time.perf_counter()
+        if solver == "pcg":
+            validation = None
+            if val is not None and self.early_stopping in ("validation", "mixed"):
+                Xv, yv = val
+                validation = (lambda A, b: gram.cross(Xv, A.T) + b, yv)
+            init = None
+            if self.warm_start and getattr(self, "dual_coef_", None) is not None:
+                if self.dual_coef_.shape == (targets.shape[1], n):
+                    init = (self.dual_coef_, self.intercept_)
+            sol = kernel_pcg(gram.matvec, targets, labeled_rows, graph.laplacian_matvec,
+                             n_samples=n, tol=self.tol, max_iter=self.max_iter,
+                             early_stopping=self.early_stopping,
+                             unlabeled_rows=unlabeled_rows, check_every=self.check_every,
+                             stability_tol=self.stability_tol, validation=validation,
+                             init=init, callback=self._progress(type(self).__name__),
+                             **common)
+        else:
+            sol = kernel_newton(gram.dense(), targets, labeled_rows, graph.laplacian_matvec,
+                                tol=1e-9, max_iter=self.max_iter, **common)
+        t_solve = time.perf_counter() - t1
+        if not (np.all(np.isfinite(sol.dual_coef)) and np.all(np.isfinite(sol.intercept))):
+            raise ValueError("The solver produced non-finite coefficients; check that X has "
+                             "no extreme values and that gamma_A, gamma_I are not tiny.")
+
+        self.classes_ = classes
+        self.dual_coef_ = sol.dual_coef
+        self.intercept_ = sol.intercept
+        self.n_iter_ = sol.n_iter
+        self.stop_reason_ = sol.stop_reason
+        self.solver_ = solver
+        self.gamma_ = gamma
+        self.graph_ = graph
+        self.X_fit_ = gram.X
+        self.kernel_dtype_ = gram.cache_dtype
+        F = sol.decision
+        pred = (F[:, 0] > 0).astype(int) if classes.size == 2 else F.argmax(axis=1)
+        pred[labeled_rows] = y_idx
+        self.transduction_ = classes[pred]
+        self.fit_time_ = {"graph": t_graph, "kernel": t_kernel, "solve": t_solve,
+                          "total": time.perf_counter() - t0}
+        self.ls_pieces_ = float(sol.ls_pieces.mean()) if sol.ls_pieces.size else None
+        return self
+
+    def _resolve_solver(self, n):
+        return self.solver
+
+    # -- predict -------------------------------------------------------------------------
+    def decision_function(self, X):
+        """Decision values ``K(X, X_fit) α + b``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes (positive means ``classes_[1]``),
+        else (n_samples, n_classes).
+        """
+        check_is_fitted(self, "dual_coef_")
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        if sp.issparse(X) != sp.issparse(self.X_fit_):
+            X = sp.csr_matrix(X) if sp.issparse(self.X_fit_) else X.toarray()
+        F = kernel_product(X, self.X_fit_, self.dual_coef_.T, kernel=self.kernel,
+                           gamma=self.gamma_, degree=self.degree, coef0=self.coef0)
+        F = F + self.intercept_
+        return F[:, 0] if F.shape[1] == 1 else F
+
+    def predict(self, X):
+        """Class labels of X."""
+        F = self.decision_function(X)
+        idx = (F > 0).astype(int) if F.ndim == 1 else F.argmax(axis=1)
+        return self.classes_[idx]
+
+
+_COMMON_DOC = """
+    Parameters
+    ----------
+    gamma_A : float, default={gamma_A}
+        Weight γ_A (> 0) of the ambient (RKHS) norm ``αᵀKα``.
+    gamma_I : float, default={gamma_I}
+        Weight γ_I of the intrinsic (graph smoothness) penalty. The defaults (with
+        ``gamma='scale'`` and the default graph) were the best of a small grid on
+        PCMAC, 50 labels (bench/kernel.py; bench/RESULTS.md, "Kernel mode").
+    kernel : {{'rbf', 'poly', 'polynomial', 'linear'}}, default='rbf'
+        As in :func:`sklearn.metrics.pairwise.pairwise_kernels`:
+        ``exp(−γ‖x − z‖²)``, ``(γ x·z + coef0)^degree``, ``x·z``.
+    gamma : 'scale', 'auto' or float, default='scale'
+        Kernel width γ. 'scale': ``1 / (n_features · X.var())`` (as in
+        :class:`sklearn.svm.SVC`; ≈ 1 for L2-normalised TF-IDF rows); 'auto':
+        ``1 / n_features``.
+    degree : int, default=3
+        Degree of the polynomial kernel.
+    coef0 : float, default=1.0
+        Constant of the polynomial kernel (scikit-learn's pairwise default).
+    solver : {solvers}, default={solver!r}
+        {solver_doc}
+    early_stopping : {{'stability', 'validation', 'mixed', None}}, default={es!r}
+        Goal condition of the PCG solver (seed 003 §4.1; ignored by the others):
+        'stability' (Algorithm 2) stops when, between two checks θ iterations apart,
+        fewer than ``stability_tol`` of the unlabeled rows changed predicted label;
+        'validation' (Algorithm 3) stops when the error on the validation rows passed
+        to fit did not fall by at least one row since the previous check; 'mixed'
+        stops when both would; None runs to ``tol``. See
+        :func:`linlap.solvers.kernel.kernel_pcg`.
+    check_every : int or None, default=None
+        θ, iterations between checks; None means round(√n / 2) as in seed 003.
+    stability_tol : float, default=0.015
+        η of the stability check (fraction of unlabeled rows).
+    graph : KNNGraph or None, default=None
+        As in :class:`~linlap.LapRLSClassifier`: None builds ``KNNGraph()`` on X; a
+        fitted graph (built on the same rows) is reused as is.
+    unlabeled : object, default=-1
+        The value of ``y`` that marks an unlabeled row.
+    fit_intercept : bool, default=True
+    tol : float, default=1e-6
+        PCG: relative preconditioned gradient norm ``√(∇ᵀP⁻¹∇ / ∇₀ᵀP⁻¹∇₀)`` at which a
+        class stops in any mode.
+    max_iter : int, default={max_iter}
+        PCG iterations (or Newton steps).
+    memory_budget : int, default=2**31
+        Bytes for the n × n Gram matrix: cached in float64 when ``8n²`` fits, else in
+        float32 when ``4n²`` fits (products accumulate in float64) — 2 GiB holds
+        n = 16,384 in float64 and n = 23,170 in float32. Beyond that fit refuses
+        (unless ``recompute_kernel=True``) and names the linear classifiers. The dense
+        solvers need about ``24 (n+1)²`` bytes and refuse past the budget.
+    recompute_kernel : bool, default=False
+        When K does not fit the budget, recompute it block by block at every PCG
+        product instead of refusing (bounded memory, O(n² · nnz per row) per
+        iteration).
+    warm_start : bool, default=False
+        PCG starts from the previous fit's α, b (same n and classes).
+    verbose : int, default=0
+        Print PCG progress to stderr.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    dual_coef_ : ndarray of shape (1, n_samples) or (n_classes, n_samples)
+        α of the expansion over the training rows (one row per one-vs-rest column).
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : int
+        PCG iterations (or Newton steps) of the last fit.
+    stop_reason_ : str
+        'tol', 'stability', 'validation', 'mixed', 'max_iter', 'newton' or 'direct'.
+    solver_ : str
+        The solver used.
+    transduction_ : ndarray of shape (n_samples,)
+        The given label for labeled rows, the prediction for unlabeled ones.
+    graph_ : KNNGraph
+    X_fit_ : ndarray or CSR matrix
+        The training rows (needed by predict).
+    gamma_ : float
+        The kernel width used.
+    kernel_dtype_ : numpy dtype or None
+        dtype of the cached K during fit (None: recomputed).
+    fit_time_ : dict
+        Seconds: 'graph', 'kernel' (computing K), 'solve', 'total'.
+    ls_pieces_ : float or None
+        Mean line-search pieces per PCG iteration (seed 003's LS iterations).
+    n_features_in_ : int
+"""
+
+
+class KernelLapSVMClassifier(_KernelLapClassifier):
+    __doc__ = """Kernel Laplacian SVM trained in the primal (seed 003, Melacci & Belkin).
+
+    Fits ``f(x) = Σ_j α_j k(x_j, x) + b`` over all n training rows (labeled and
+    unlabeled) by minimising, per class (one-vs-rest, ±1 targets; one column for two
+    classes),
+
+        J(α, b) = (1/l) Σ_{i labeled} max(0, 1 − y_i f_i)² + γ_A αᵀKα + γ_I s fᵀ L^p f,
+
+    ``f = Kα + b`` on the training rows, ``L^p`` the Laplacian power of the
+    :class:`~linlap.KNNGraph`, ``s = 1/trace(L)`` (``graph.scale_``) — the scaling of
+    the linear classifiers; the bias is not penalised. Seed 003's eq. 7 is
+    ``½(Σ V + γ_A'αᵀKα + γ_I'fᵀLf)``: ``γ_A = γ_A'/l``, ``γ_I = γ_I' trace(L)/l``.
+""" + _COMMON_DOC.format(
+        gamma_A=1e-4, gamma_I=100.0, solvers="{'pcg', 'newton'}", solver="pcg",
+        solver_doc="'pcg': Algorithm 1 — preconditioned CG with P = blockdiag(1, K), "
+                   "Polak–Ribière with restart, exact breakpoint line search, one K product "
+                   "per iteration, all classes together. 'newton': §3.1, dense (n+1)² "
+                   "solves (O(n³)), the exact reference for moderate n.",
+        es="stability", max_iter=1000)
+
+    _solvers = ("pcg", "newton")
+    _loss = "squared_hinge"
+
+    def __init__(self, gamma_A=1e-4, gamma_I=100.0, *, kernel="rbf", gamma="scale", degree=3,
+                 coef0=1.0, solver="pcg", early_stopping="stability", check_every=None,
+                 stability_tol=0.015, graph=None, unlabeled=-1, fit_intercept=True, tol=1e-6,
+                 max_iter=1000, memory_budget=2**31, recompute_kernel=False, warm_start=False,
+                 verbose=0):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.solver = solver
+        self.early_stopping = early_stopping
+        self.check_every = check_every
+        self.stability_tol = stability_tol
+        self.graph = graph
+        self.unlabeled = unlabeled
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_budget = memory_budget
+        self.recompute_kernel = recompute_kernel
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+
+class KernelLapRLSClassifier(_KernelLapClassifier):
+    __doc__ = """Kernel Laplacian RLS (seed 001 eq. 8; seed 003 §5).
+
+    Fits ``f(x) = Σ_j α_j k(x_j, x) + b`` over all n training rows by minimising, per
+    class (one-vs-rest, ±1 targets),
+
+        J(α, b) = (1/l) Σ_{i labeled} (y_i − f_i)² + γ_A αᵀKα + γ_I s fᵀ L^p f,
+
+    with the scaling of :class:`KernelLapSVMClassifier`. Seed 001 eq. 8 has
+    ``γ_I/(u+l)²`` in place of ``γ_I s``.
+""" + _COMMON_DOC.format(
+        gamma_A=1e-4, gamma_I=100.0, solvers="{'auto', 'direct', 'pcg'}", solver="auto",
+        solver_doc="'direct': the closed form — one dense (n+1)² LU solve (O(n³)) "
+                   "with one right-hand side per class. 'pcg': "
+                   "Algorithm 1 with the squared loss (line search in closed form). "
+                   "'auto': 'direct' for n <= 2000, else 'pcg'.",
+        es="stability", max_iter=1000)
+
+    _solvers = ("auto", "direct", "pcg")
+    _loss = "squared"
+    #: largest n for which solver='auto' uses the closed form
+    DIRECT_MAX_SAMPLES = 2000
+
+    def __init__(self, gamma_A=1e-4, gamma_I=100.0, *, kernel="rbf", gamma="scale", degree=3,
+                 coef0=1.0, solver="auto", early_stopping="stability", check_every=None,
+                 stability_tol=0.015, graph=None, unlabeled=-1, fit_intercept=True, tol=1e-6,
+                 max_iter=1000, memory_budget=2**31, recompute_kernel=False, warm_start=False,
+                 verbose=0):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.solver = solver
+        self.early_stopping = early_stopping
+        self.check_every = check_every
+        self.stability_tol = stability_tol
+        self.graph = graph
+        self.unlabeled = unlabeled
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_budget = memory_budget
+        self.recompute_kernel = recompute_kernel
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    def _resolve_solver(self, n):
+        if self.solver == "auto":
+            return "direct" if n <= self.DIRECT_MAX_SAMPLES else "pcg"
+        return self.solver

@@ -1,0 +1,439 @@
+"""numba kernels of the kernel mode: Gram matrices and kernel-times-matrix products.
+
+The kernels follow scikit-learn's :func:`~sklearn.metrics.pairwise.pairwise_kernels`
+conventions exactly (same names, parameters and defaults):
+
+* ``'linear'``:      :math:`k(x, z) = x·z`
+* ``'rbf'``:         :math:`k(x, z) = \\exp(-γ ‖x − z‖²)`, γ defaulting to 1/n_features
+* ``'poly'``:        :math:`k(x, z) = (γ x·z + c_0)^{degree}`, γ defaulting to
+  1/n_features (``'polynomial'`` is an alias)
+
+Input rows are dense float64 arrays or CSR matrices. Every routine is parallel over
+the rows of the left operand (numba ``prange``) and keeps its memory bounded:
+
+* sparse rows: each row's dot products with all rows of B are accumulated in one
+  dense n_B-vector through an inverted index of B (its transpose in CSR), cost
+  ``Σ_f nnz_A(f) · nnz_B(f)`` over the features f, then transformed in place;
+* dense rows: blocks of rows of ``A Bᵀ`` by BLAS (at most ``_DENSE_BLOCK_BYTES``),
+  transformed by numba.
+
+:func:`kernel_matrix` materialises K(A, B); :func:`kernel_product` returns
+``K(A, B) @ V`` without ever holding more than one block of K. :class:`GramOperator`
+is what the solvers use: the training Gram matrix cached when it fits the memory
+budget (float64 if ``8 n²`` bytes fit, else float32 if ``4 n²`` bytes fit; products
+always accumulate in float64), otherwise recomputed block by block at every product.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+
+__all__ = ["KERNELS", "kernel_matrix", "kernel_product", "GramOperator", "check_kernel_params"]
+
+KERNELS = ("rbf", "poly", "polynomial", "linear")
+_KIND = {"linear": 0, "rbf": 1, "poly": 2, "polynomial": 2}
+#: dense rows: bytes of one block of A Bᵀ held at a time
+_DENSE_BLOCK_BYTES = 32 * 2**20
+#: products K V with at most this many multiply-adds run on one thread
+_SMALL_WORK = 2**23
+
+
+# -- parameters and input ------------------------------------------------------------
+def check_kernel_params(kernel, gamma, degree, coef0, n_features):
+    """Validate kernel parameters; return ``(kind, gamma, degree, coef0)`` as numbers."""
+    if kernel not in _KIND:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}.")
+    kind = _KIND[kernel]
+    if gamma is None:
+        gamma = 1.0 / n_features
+    if (not isinstance(gamma, numbers.Real) or isinstance(gamma, bool)
+            or not np.isfinite(gamma) or gamma <= 0):
+        raise ValueError(f"gamma must be None or a finite number > 0, got {gamma!r}.")
+    if kind == 2:
+        if (not isinstance(degree, numbers.Integral) or isinstance(degree, bool)
+                or degree < 1):
+            raise ValueError(f"degree must be an integer >= 1, got {degree!r}.")
+        if not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
+            raise ValueError(f"coef0 must be a finite number, got {coef0!r}.")
+    return kind, float(gamma), int(degree) if kind == 2 else 1, float(coef0)
+
+
+def as_kernel_input(X, name="X"):
+    """Return X as CSR float64 (sorted, no duplicates) or C-contiguous float64 ndarray."""
+    if sp.issparse(X):
+        Xc = sp.csr_matrix(X, dtype=np.float64)
+        if not Xc.has_canonical_format:
+            Xc = Xc.copy()
+            Xc.sum_duplicates()
+        if not np.all(np.isfinite(Xc.data)):
+            raise ValueError(f"{name} contains NaN or infinite values.")
+        return Xc
+    Xc = np.ascontiguousarray(X, dtype=np.float64)
+    if Xc.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {Xc.shape}.")
+    if not np.all(np.isfinite(Xc)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return Xc
+
+
+def _row_sq_norms(X):
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+# -- numba cores ----------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _transform(g, a2, b2, kind, gamma, degree, coef0):
+    if kind == 0:
+        return g
+    if kind == 1:
+        d2 = a2 + b2 - 2.0 * g
+        if d2 < 0.0:
+            d2 = 0.0
+        return np.exp(-gamma * d2)
+    base = gamma * g + coef0
+    out = 1.0
+    for _ in range(degree):
+        out *= base
+    return out
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _transform_block(G, a2, b2, kind, gamma, degree, coef0, out):
+    """out[i, j] = k from the dot products G[i, j] (rows of a block)."""
+    for i in prange(G.shape[0]):
+        for j in range(G.shape[1]):
+            out[i, j] = _transform(G[i, j], a2[i], b2[j], kind, gamma, degree, coef0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sparse_row_dots(i, a_indptr, a_indices, a_data, bt_indptr, bt_indices, bt_data, acc):
+    acc[:] = 0.0
+    for p in range(a_indptr[i], a_indptr[i + 1]):
+        f = a_indices[p]
+        v = a_data[p]
+        for q in range(bt_indptr[f], bt_indptr[f + 1]):
+            acc[bt_indices[q]] += v * bt_data[q]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _sparse_gram(a_indptr, a_indices, a_data, a2, bt_indptr, bt_indices, bt_data, b2,
+                 kind, gamma, degree, coef0, out):
+    na, nb = out.shape
+    n_chunks = (na + 15) // 16
+    for ch in prange(n_chunks):
+        acc = np.empty(nb)
+        for i in range(ch * 16, min(na, ch * 16 + 16)):
+            _sparse_row_dots(i, a_indptr, a_indices, a_data, bt_indptr, bt_indices,
+                             bt_data, acc)
+            for j in range(nb):
+                out[i, j] = _transform(acc[j], a2[i], b2[j], kind, gamma, degree, coef0)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _sparse_gram_sym(indptr, indices, data, sq, t_indptr, t_indices, t_data, kind, gamma,
+                     degree, coef0, out):
+    """Square Gram matrix of the CSR rows: upper triangle by the inverted index (each
+    feature's row list is entered at the first row >= i by binary search, halving the
+    work), then mirrored. Chunks of 16 rows are paired from both ends for balance."""
+    n = out.shape[0]
+    n_chunks = (n + 15) // 16
+    for p in prange((n_chunks + 1) // 2):
+        acc = np.empty(n)
+        for which in range(2):
+            ch = p if which == 0 else n_chunks - 1 - p
+            if which == 1 and ch == p:
+                break
+            for i in range(ch * 16, min(n, ch * 16 + 16)):
+                acc[i:] = 0.0
+                for q in range(indptr[i], indptr[i + 1]):
+                    f = indices[q]
+                    v = data[q]
+                    lo = np.searchsorted(t_indices[t_indptr[f]:t_indptr[f + 1]], i)
+                    for r in range(t_indptr[f] + lo, t_indptr[f + 1]):
+                        acc[t_indices[r]] += v * t_data[r]
+                for j in range(i, n):
+                    out[i, j] = _transform(acc[j], sq[i], sq[j], kind, gamma, degree, coef0)
+    # mirror the upper triangle, in 64 × 64 tiles
+    nt = (n + 63) // 64
+    for bi in prange(nt):
+        for bj in range(bi + 1):
+            for i in range(bi * 64, min(n, bi * 64 + 64)):
+                for j in range(bj * 64, min(i, bj * 64 + 64)):
+                    out[i, j] = out[j, i]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _sparse_product(a_indptr, a_indices, a_data, a2, bt_indptr, bt_indices, bt_data, b2,
+                    kind, gamma, degree, coef0, Vt, out):
+    """out[i, c] = Σ_j k(a_i, b_j) Vt[c, j], one K row at a time (never stored)."""
+    na = out.shape[0]
+    m, nb = Vt.shape
+    n_chunks = (na + 15) // 16
+    for ch in prange(n_chunks):
+        acc = np.empty(nb)
+        for i in range(ch * 16, min(na, ch * 16 + 16)):
+            _sparse_row_dots(i, a_indptr, a_indices, a_data, bt_indptr, bt_indices,
+                             bt_data, acc)
+            for j in range(nb):
+                acc[j] = _transform(acc[j], a2[i], b2[j], kind, gamma, degree, coef0)
+            for c in range(m):
+                s = 0.0
+                for j in range(nb):
+                    s += acc[j] * Vt[c, j]
+                out[i, c] = s
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _gram_matvec_row(K, Vt, out, i):
+    """out[i, c] = Σ_j K[i, j] Vt[c, j] (K float32 or float64; float64 sums).
+
+    Four columns share each pass over the row of K; the sums are reassociated so
+    that they vectorise.
+    """
+    m, nb = Vt.shape
+    c = 0
+    while c + 4 <= m:
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for j in range(nb):
+            kij = np.float64(K[i, j])
+            s0 += kij * Vt[c, j]
+            s1 += kij * Vt[c + 1, j]
+            s2 += kij * Vt[c + 2, j]
+            s3 += kij * Vt[c + 3, j]
+        out[i, c] = s0
+        out[i, c + 1] = s1
+        out[i, c + 2] = s2
+        out[i, c + 3] = s3
+        c += 4
+    while c < m:
+        s = 0.0
+        for j in range(nb):
+            s += np.float64(K[i, j]) * Vt[c, j]
+        out[i, c] = s
+        c += 1
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _gram_matvec(K, Vt, out):
+    for i in prange(K.shape[0]):
+        _gram_matvec_row(K, Vt, out, i)
+
+
+@njit(cache=True, nogil=True)
+def _gram_matvec_serial(K, Vt, out):
+    for i in range(K.shape[0]):
+        _gram_matvec_row(K, Vt, out, i)
+
+
+# -- public functions -------------------------------------------------------------------
+def _prepare(A, B, kernel, gamma, degree, coef0):
+    A = as_kernel_input(A, "A")
+    B = A if B is None else as_kernel_input(B, "B")
+    if A.shape[1] != B.shape[1]:
+        raise ValueError(f"A has {A.shape[1]} features but B has {B.shape[1]}.")
+    if sp.issparse(A) != sp.issparse(B):
+        A, B = (sp.csr_matrix(A), sp.csr_matrix(B))
+    params = check_kernel_params(kernel, gamma, degree, coef0, A.shape[1])
+    return A, B, params
+
+
+def _dense_blocks(na, nb):
+    rows = max(1, min(na, _DENSE_BLOCK_BYTES // (8 * max(nb, 1))))
+    return range(0, na, rows), rows
+
+
+def _gram_into(A, B, a2, b2, params, out, BT=None):
+    kind, gamma, degree, coef0 = params
+    if sp.issparse(A) and A is B:
+        BT = B.T.tocsr() if BT is None else BT
+        BT.sort_indices()  # the binary search needs each feature's rows sorted
+        _sparse_gram_sym(A.indptr, A.indices, A.data, a2, BT.indptr, BT.indices, BT.data,
+                         kind, gamma, degree, coef0, out)
+        return out
+    if sp.issparse(A):
+        BT = B.T.tocsr() if BT is None else BT
+        _sparse_gram(A.indptr, A.indices, A.data, a2, BT.indptr, BT.indices, BT.data, b2,
+                     kind, gamma, degree, coef0, out)
+        return out
+    starts, rows = _dense_blocks(A.shape[0], B.shape[0])
+    for s in starts:
+        G = A[s:s + rows] @ B.T
+        _transform_block(G, a2[s:s + rows], b2, kind, gamma, degree, coef0, out[s:s + rows])
+    return out
+
+
+def kernel_matrix(A, B=None, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
+                  dtype=np.float64):
+    """Gram matrix ``K[i, j] = k(a_i, b_j)`` (parallel over the rows of A).
+
+    Parameters
+    ----------
+    A : ndarray or sparse matrix of shape (n_A, d)
+    B : ndarray or sparse matrix of shape (n_B, d), default=None
+        None means A (the square training Gram matrix).
+    kernel : {'rbf', 'poly', 'polynomial', 'linear'}, default='rbf'
+    gamma : float or None, default=None
+        None means ``1 / n_features`` (rbf and poly), as in scikit-learn.
+    degree : int, default=3
+    coef0 : float, default=1.0
+    dtype : {np.float64, np.float32}, default=np.float64
+        Storage type of K (values are computed in float64).
+
+    Returns
+    -------
+    K : ndarray of shape (n_A, n_B)
+    """
+    A, B, params = _prepare(A, B, kernel, gamma, degree, coef0)
+    out = np.empty((A.shape[0], B.shape[0]), dtype=dtype)
+    return _gram_into(A, B, _row_sq_norms(A), _row_sq_norms(B), params, out)
+
+
+def _product(A, B, a2, b2, params, V, BT=None):
+    kind, gamma, degree, coef0 = params
+    out = np.empty((A.shape[0], V.shape[1]))
+    if sp.issparse(A):
+        BT = B.T.tocsr() if BT is None else BT
+        Vt = np.ascontiguousarray(V.T)
+        _sparse_product(A.indptr, A.indices, A.data, a2, BT.indptr, BT.indices, BT.data,
+                        b2, kind, gamma, degree, coef0, Vt, out)
+        return out
+    starts, rows = _dense_blocks(A.shape[0], B.shape[0])
+    block = np.empty((min(rows, A.shape[0]), B.shape[0]))
+    for s in starts:
+        G = A[s:s + rows] @ B.T
+        blk = block[:G.shape[0]]
+        _transform_block(G, a2[s:s + rows], b2, kind, gamma, degree, coef0, blk)
+        out[s:s + rows] = blk @ V
+    return out
+
+
+def kernel_product(A, B, V, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
+    """``K(A, B) @ V`` without forming K (memory: one block of K rows per thread).
+
+    Parameters
+    ----------
+    A : ndarray or sparse matrix of shape (n_A, d)
+    B : ndarray or sparse matrix of shape (n_B, d), or None (means A)
+    V : ndarray of shape (n_B,) or (n_B, m)
+    kernel, gamma, degree, coef0
+        As in :func:`kernel_matrix`.
+
+    Returns
+    -------
+    KV : ndarray of shape (n_A,) or (n_A, m), float64
+    """
+    A, B, params = _prepare(A, B, kernel, gamma, degree, coef0)
+    V = np.asarray(V, dtype=np.float64)
+    vec = V.ndim == 1
+    V2 = V[:, None] if vec else V
+    if V2.ndim != 2 or V2.shape[0] != B.shape[0]:
+        raise ValueError(f"V must have {B.shape[0]} rows, got shape {V.shape}.")
+    out = _product(A, B, _row_sq_norms(A), _row_sq_norms(B), params, V2)
+    return out[:, 0] if vec else out
+
+
+class GramOperator:
+    """The training Gram matrix K as an operator ``V ↦ K V``, cached when it fits.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+        Training rows (dense float64 or CSR).
+    kernel, gamma, degree, coef0
+        As in :func:`kernel_matrix` (γ = None: ``1/n_features``).
+    memory_budget : int, default=2**31
+        Bytes allowed for the cached K: float64 when ``8 n²`` bytes fit, else float32
+        when ``4 n²`` fit (products still sum in float64), else K is not stored and
+        every product recomputes it block by block (O(n² d̄) per product).
+
+    Attributes
+    ----------
+    K : ndarray of shape (n, n) or None
+        The cached Gram matrix.
+    cache_dtype : numpy dtype or None
+    gamma : float
+        The γ used (resolved from None).
+    n_products : int
+        Number of products computed (columns of V counted once per call).
+    """
+
+    def __init__(self, X, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
+                 memory_budget=2**31):
+        self.X = as_kernel_input(X)
+        n, d = self.X.shape
+        self.kernel = kernel
+        self.params = check_kernel_params(kernel, gamma, degree, coef0, d)
+        self.gamma = self.params[1]
+        self.n = n
+        self.sq_norms = _row_sq_norms(self.X)
+        self._XT = self.X.T.tocsr() if sp.issparse(self.X) else None
+        self.n_products = 0
+        if 8 * n * n <= memory_budget:
+            self.cache_dtype = np.dtype(np.float64)
+        elif 4 * n * n <= memory_budget:
+            self.cache_dtype = np.dtype(np.float32)
+        else:
+            self.cache_dtype = None
+        self.K = None
+        if self.cache_dtype is not None:
+            self.K = np.empty((n, n), dtype=self.cache_dtype)
+            _gram_into(self.X, self.X, self.sq_norms, self.sq_norms, self.params, self.K,
+                       BT=self._XT)
+
+    @property
+    def shape(self):
+        return (self.n, self.n)
+
+    def matvec(self, V):
+        """Return ``K V`` (float64) for V of shape (n,) or (n, m)."""
+        V = np.asarray(V, dtype=np.float64)
+        vec = V.ndim == 1
+        V2 = V[:, None] if vec else V
+        self.n_products += 1
+        if V2.shape[1] == 0:
+            out = np.zeros((self.n, 0))
+        elif self.K is not None:
+            out = np.empty((self.n, V2.shape[1]))
+            # small products run serially: waking the worker threads costs more than
+            # the product (much more on a machine whose cores are busy)
+            run = _gram_matvec if self.n * self.n * V2.shape[1] > _SMALL_WORK else \
+                _gram_matvec_serial
+            run(self.K, np.ascontiguousarray(V2.T), out)
+        else:
+            out = _product(self.X, self.X, self.sq_norms, self.sq_norms, self.params, V2,
+                           BT=self._XT)
+        return out[:, 0] if vec else out
+
+    __call__ = matvec
+
+    def dense(self):
+        """The full K in float64 (the cached one, or computed now)."""
+        if self.K is not None and self.K.dtype == np.float64:
+            return self.K
+        if self.K is not None:
+            return self.K.astype(np.float64)
+        out = np.empty((self.n, self.n))
+        return _gram_into(self.X, self.X, self.sq_norms, self.sq_norms, self.params, out,
+                          BT=self._XT)
+
+    def cross(self, Xnew, V):
+        """``K(Xnew, X) V``: the kernel between new rows and the training rows, times V."""
+        A = as_kernel_input(Xnew, "X")
+        if A.shape[1] != self.X.shape[1]:
+            raise ValueError(f"X has {A.shape[1]} features, but the kernel was fitted "
+                             f"on {self.X.shape[1]}.")
+        if sp.issparse(A) != sp.issparse(self.X):
+            A = sp.csr_matrix(A) if sp.issparse(self.X) else A.toarray()
+        V = np.asarray(V, dtype=np.float64)
+        vec = V.ndim == 1
+        V2 = V[:, None] if vec else V
+        XT = self._XT if sp.issparse(self.X) else None
+        out = _product(A, self.X, _row_sq_norms(A), self.sq_norms, self.params, V2, BT=XT)
+        return out[:, 0] if vec else out

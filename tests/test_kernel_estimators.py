@@ -1,0 +1,223 @@
+"""KernelLapSVMClassifier / KernelLapRLSClassifier: estimator conventions, solvers agree,
+early stopping on the two moons of seed 003 Figure 3, memory refusal."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.datasets import make_moons
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from linlap import KNNGraph
+from linlap.kernel_estimators import KernelLapRLSClassifier, KernelLapSVMClassifier
+
+
+def euclidean_graph(X, k):
+    """kNN graph by Euclidean distance through KNNGraph's cosine search: lifting x to
+    (x, c) with c ≫ ‖x‖ makes the angle between lifted points monotone in ‖x − z‖ up to
+    O(‖x‖²/c²), enough to find the same neighbours on a small 2-D set."""
+    Z = np.hstack([X, np.full((X.shape[0], 1), 1e3 * np.abs(X).max())])
+    return KNNGraph(n_neighbors=k, weight="binary", normalized=False, power=1,
+                    algorithm="exact").fit(Z)
+
+
+@pytest.fixture(scope="module")
+def moons():
+    X, truth = make_moons(200, noise=0.05, random_state=0)
+    y = np.full(200, -1)
+    for c in (0, 1):  # one labeled point per class, as in Figure 3
+        y[np.flatnonzero(truth == c)[0]] = c
+    return X, y, truth, euclidean_graph(X, 6)
+
+
+def test_euclidean_lift_gives_euclidean_neighbours(moons):
+    X, _, _, g = moons
+    D = ((X[:, None] - X[None]) ** 2).sum(-1)
+    np.fill_diagonal(D, np.inf)
+    exact = np.argsort(D, axis=1)[:, :6]
+    same = np.mean([len(set(a) & set(b)) / 6 for a, b in zip(exact, g.neighbors_)])
+    assert same > 0.98
+
+
+def test_two_moons_stability_check_stops_early_at_the_optimum_accuracy(moons):
+    X, y, truth, g = moons
+    kw = dict(gamma_A=1e-4, gamma_I=10.0, gamma=4.0, graph=g)
+    newton = KernelLapSVMClassifier(solver="newton", **kw).fit(X, y)
+    full = KernelLapSVMClassifier(early_stopping=None, tol=1e-8, **kw).fit(X, y)
+    early = KernelLapSVMClassifier(early_stopping="stability", **kw).fit(X, y)
+    acc = lambda c: np.mean(c.transduction_ == truth)  # noqa: E731
+    assert acc(newton) >= 0.99
+    assert early.stop_reason_ == "stability" and early.n_iter_ <= 40
+    assert early.n_iter_ < full.n_iter_ / 2
+    assert acc(early) == acc(newton) == acc(full)
+    np.testing.assert_allclose(full.decision_function(X), newton.decision_function(X),
+                               atol=1e-5)
+    # θ = round(√200 / 2) = 7; the first check only records the labels
+    assert early.n_iter_ % 7 == 0 and early.n_iter_ >= 14
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_pcg_matches_newton_and_predicts_out_of_sample(sparse):
+    rng = np.random.default_rng(0)
+    n = 90
+    X = sp.random(n + 20, 12, density=0.5, random_state=rng, format="csr")
+    X.data = rng.random(X.data.size)
+    truth = (np.asarray(X[:, :6].sum(axis=1)).ravel() > np.asarray(X[:, 6:].sum(axis=1)).ravel())
+    truth = truth.astype(int)
+    Xtr, Xte = (X[:n], X[n:]) if sparse else (X[:n].toarray(), X[n:].toarray())
+    y = np.full(n, -1)
+    y[:24] = truth[:24]
+    g = KNNGraph(n_neighbors=8).fit(Xtr)
+    kw = dict(gamma_A=1e-2, gamma_I=0.1, gamma=0.5, graph=g)
+    pcg = KernelLapSVMClassifier(early_stopping=None, tol=1e-10, **kw).fit(Xtr, y)
+    newton = KernelLapSVMClassifier(solver="newton", **kw).fit(Xtr, y)
+    assert pcg.stop_reason_ == "tol" and newton.stop_reason_ == "newton"
+    np.testing.assert_allclose(pcg.decision_function(Xte), newton.decision_function(Xte),
+                               atol=1e-6)
+    # decision_function is K(X, X_fit) α + b with scikit-learn's kernel
+    K = pairwise_kernels(Xte, Xtr, metric="rbf", gamma=0.5)
+    np.testing.assert_allclose(pcg.decision_function(Xte),
+                               K @ pcg.dual_coef_[0] + pcg.intercept_[0], atol=1e-10)
+    assert pcg.dual_coef_.shape == (1, n) and pcg.intercept_.shape == (1,)
+    assert pcg.graph_ is g
+    np.testing.assert_array_equal(pcg.predict(Xte),
+                                  (pcg.decision_function(Xte) > 0).astype(int))
+    # transduction_: given labels on labeled rows, predictions elsewhere
+    np.testing.assert_array_equal(pcg.transduction_[:24], y[:24])
+    np.testing.assert_array_equal(pcg.transduction_[24:], pcg.predict(Xtr[24:]))
+
+
+def test_laprls_direct_and_pcg_agree_multiclass_string_labels():
+    rng = np.random.default_rng(1)
+    centers = np.array([[0, 0], [3, 0], [0, 3]])
+    X = np.vstack([c + rng.normal(0, 0.6, (40, 2)) for c in centers])
+    names = np.array(["a", "b", "c"])
+    truth = np.repeat(names, 40)
+    y = np.full(120, "", dtype=object)
+    for i in (0, 1, 40, 41, 80, 81):
+        y[i] = truth[i]
+    g = euclidean_graph(X, 6)
+    kw = dict(gamma_A=1e-3, gamma_I=1.0, gamma=1.0, graph=g, unlabeled="")
+    direct = KernelLapRLSClassifier(**kw).fit(X, y)
+    pcg = KernelLapRLSClassifier(solver="pcg", early_stopping=None, tol=1e-10, **kw).fit(X, y)
+    assert direct.solver_ == "direct" and direct.stop_reason_ == "direct"
+    assert pcg.solver_ == "pcg"
+    assert list(direct.classes_) == ["a", "b", "c"]
+    assert direct.dual_coef_.shape == (3, 120) and direct.decision_function(X).shape == (120, 3)
+    np.testing.assert_allclose(pcg.decision_function(X), direct.decision_function(X),
+                               atol=1e-6)
+    assert np.mean(direct.predict(X) == truth) > 0.9
+    assert np.mean(direct.transduction_ == truth) > 0.9
+    # the one-vs-rest SVM with the stability check on the same data
+    svm = KernelLapSVMClassifier(**kw).fit(X, y)
+    assert svm.stop_reason_ in ("stability", "tol")
+    assert np.mean(svm.predict(X) == truth) > 0.9
+
+
+def test_validation_and_mixed_checks(moons):
+    X, y, truth, g = moons
+    rng = np.random.default_rng(2)
+    Xv, yv = make_moons(30, noise=0.05, random_state=1)
+    kw = dict(gamma_A=1e-4, gamma_I=10.0, gamma=4.0, graph=g)
+    val = KernelLapSVMClassifier(early_stopping="validation", **kw).fit(X, y, X_val=Xv,
+                                                                       y_val=yv)
+    mixed = KernelLapSVMClassifier(early_stopping="mixed", **kw).fit(X, y, X_val=Xv,
+                                                                  y_val=yv)
+    stab = KernelLapSVMClassifier(early_stopping="stability", **kw).fit(X, y)
+    assert val.stop_reason_ == "validation" and mixed.stop_reason_ == "mixed"
+    assert mixed.n_iter_ >= max(val.n_iter_, stab.n_iter_)
+    with pytest.raises(ValueError, match="X_val"):
+        KernelLapSVMClassifier(early_stopping="validation", **kw).fit(X, y)
+    with pytest.raises(ValueError, match="not among"):
+        KernelLapSVMClassifier(early_stopping="validation", **kw).fit(
+            X, y, X_val=Xv, y_val=np.where(yv == 1, 7, 0))
+    with pytest.raises(ValueError, match="both"):
+        KernelLapSVMClassifier(**kw).fit(X, y, X_val=Xv)
+    assert rng is not None
+
+
+def test_memory_budget_refusal_and_recomputed_kernel(moons):
+    X, y, truth, g = moons
+    kw = dict(gamma_A=1e-4, gamma_I=10.0, gamma=4.0, graph=g, early_stopping=None, tol=1e-9)
+    small = 4 * 200 * 200 - 1
+    with pytest.raises(ValueError, match="LapSVMClassifier"):
+        KernelLapSVMClassifier(memory_budget=small, **kw).fit(X, y)
+    with pytest.raises(ValueError, match="solver='pcg'"):
+        KernelLapSVMClassifier(solver="newton", memory_budget=10**5, **kw).fit(X, y)
+    with pytest.raises(ValueError, match="LapRLSClassifier"):
+        KernelLapRLSClassifier(solver="direct", memory_budget=10**5, **kw).fit(X, y)
+    rec = KernelLapSVMClassifier(memory_budget=small, recompute_kernel=True, **kw).fit(X, y)
+    f32 = KernelLapSVMClassifier(memory_budget=8 * 200 * 200 - 1, **kw).fit(X, y)
+    ref = KernelLapSVMClassifier(**kw).fit(X, y)
+    assert rec.kernel_dtype_ is None and f32.kernel_dtype_ == np.float32
+    assert ref.kernel_dtype_ == np.float64
+    np.testing.assert_allclose(rec.decision_function(X), ref.decision_function(X), atol=1e-7)
+    np.testing.assert_allclose(f32.decision_function(X), ref.decision_function(X), atol=1e-4)
+
+
+def test_graph_built_when_none_and_prebuilt_graph_checked():
+    rng = np.random.default_rng(3)
+    X = rng.random((40, 5))
+    y = np.full(40, -1)
+    y[:4] = [0, 1, 0, 1]
+    clf = KernelLapSVMClassifier().fit(X, y)
+    assert clf.graph_.n_samples_fit_ == 40 and clf.graph_.n_neighbors == 39
+    g = KNNGraph(n_neighbors=5).fit(X[:30])
+    with pytest.raises(ValueError, match="built on 30 rows"):
+        KernelLapSVMClassifier(graph=g).fit(X, y)
+
+
+def test_warm_start_and_clone(moons):
+    X, y, truth, g = moons
+    kw = dict(gamma_A=1e-4, gamma_I=10.0, gamma=4.0, graph=g, early_stopping=None, tol=1e-8)
+    clf = KernelLapSVMClassifier(warm_start=True, **kw).fit(X, y)
+    first = clf.n_iter_
+    clf.fit(X, y)
+    assert clf.n_iter_ < first / 4
+    c2 = clone(clf)
+    assert c2.get_params()["graph"] is g and not hasattr(c2, "dual_coef_")
+
+
+def test_pipeline_with_fit_params(moons):
+    X, y, truth, g = moons
+    Xv, yv = make_moons(30, noise=0.05, random_state=1)
+    pipe = make_pipeline(FunctionTransformer(),
+                         KernelLapSVMClassifier(1e-4, 10.0, gamma=4.0, graph=g,
+                                                early_stopping="validation"))
+    pipe.fit(X, y, kernellapsvmclassifier__X_val=Xv, kernellapsvmclassifier__y_val=yv)
+    assert np.mean(pipe.predict(X) == truth) > 0.95
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(gamma_A=0.0), "gamma_A"),
+    (dict(gamma_I=-1.0), "gamma_I"),
+    (dict(kernel="sigmoid"), "kernel"),
+    (dict(gamma=0.0), "gamma must"),
+    (dict(gamma="wide"), "gamma must"),
+    (dict(solver="lbfgs"), "solver"),
+    (dict(early_stopping="sometimes"), "early_stopping"),
+    (dict(tol=0), "tol"),
+    (dict(max_iter=0), "max_iter"),
+    (dict(check_every=0), "check_every"),
+    (dict(stability_tol=1.5), "stability_tol"),
+    (dict(graph="knn"), "graph"),
+])
+def test_bad_parameters(params, match):
+    X = np.random.default_rng(0).random((10, 3))
+    y = np.array([0, 1] + [-1] * 8)
+    with pytest.raises(ValueError, match=match):
+        KernelLapSVMClassifier(**params).fit(X, y)
+
+
+def test_bad_labels():
+    X = np.random.default_rng(0).random((10, 3))
+    with pytest.raises(ValueError, match="no labeled rows"):
+        KernelLapSVMClassifier().fit(X, np.full(10, -1))
+    with pytest.raises(ValueError, match="single class"):
+        KernelLapSVMClassifier().fit(X, np.array([1, 1] + [-1] * 8))
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        X2 = X.copy()
+        X2[0, 0] = np.nan
+        KernelLapSVMClassifier().fit(X2, np.array([0, 1] + [-1] * 8))

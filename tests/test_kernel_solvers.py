@@ -1,0 +1,285 @@
+"""Kernel-mode solvers (seed 003) against dense reference solutions of
+
+    J(α, b) = (1/l) Σ_labeled V(y_i, f_i) + γ_A αᵀKα + γ_I s fᵀ M f,   f = Kα + b,
+
+written out independently here (M = L^p as a dense matrix)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from reference import random_design, random_laplacian
+from scipy.optimize import minimize, minimize_scalar
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics.pairwise import pairwise_kernels
+
+from linlap.kernels import GramOperator
+from linlap.solvers.kernel import (kernel_line_search, kernel_newton, kernel_objective,
+                                   kernel_pcg)
+
+
+def dense_J(K, M, rows, y, a, b, gA, gI, s, loss):
+    f = K @ a + b
+    o = f[rows]
+    r = np.maximum(0.0, 1.0 - y * o) if loss == "squared_hinge" else y - o
+    return np.mean(r * r) + gA * a @ K @ a + gI * s * f @ M @ f
+
+
+def dense_grad(K, M, rows, y, a, b, gA, gI, s, loss):
+    """∂J/∂α and ∂J/∂b, unreduced (no division by K)."""
+    f = K @ a + b
+    o = f[rows]
+    e = np.where(y * o < 1, o - y, 0.0) if loss == "squared_hinge" else o - y
+    gf = np.zeros(len(f))
+    gf[rows] = 2 * e / len(rows)
+    gf += 2 * gI * s * M @ f
+    return K @ gf + 2 * gA * K @ a, gf.sum()
+
+
+def reference_minimum(K, M, rows, y, gA, gI, s, loss):
+    """min J by L-BFGS on (α, b) with the analytic gradient above."""
+    n = K.shape[0]
+
+    def fun(z):
+        ga, gb = dense_grad(K, M, rows, y, z[:n], z[n], gA, gI, s, loss)
+        return dense_J(K, M, rows, y, z[:n], z[n], gA, gI, s, loss), np.r_[ga, gb]
+
+    res = minimize(fun, np.zeros(n + 1), jac=True, method="L-BFGS-B",
+                   options=dict(maxiter=50000, maxfun=100000, ftol=1e-16, gtol=1e-13))
+    return res.fun
+
+
+def problem(sparse, normalized, seed=0, n=70, l=20, kernel="rbf"):
+    rng = np.random.default_rng(seed)
+    X = random_design(n, 6, rng, sparse=sparse, density=0.6)
+    Lm = random_laplacian(n, rng, normalized=normalized)
+    M = Lm @ Lm  # p = 2
+    rows = np.sort(rng.choice(n, l, replace=False))
+    Xd = X.toarray() if sparse else X
+    # learnable targets (a linear rule): some labeled rows end beyond the margin
+    Y = np.where(Xd[rows] @ rng.standard_normal((6, 2)) > 0, 1.0, -1.0)
+    op = GramOperator(X, kernel=kernel, gamma=0.3)
+    K = pairwise_kernels(X, metric=kernel, gamma=0.3)
+    return dict(op=op, K=K, M=M, Lmv=lambda F: M @ F, rows=rows, Y=Y, s=1 / np.trace(Lm))
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("normalized", [True, False])
+def test_pcg_newton_and_dense_reference_agree_squared_hinge(sparse, normalized):
+    P = problem(sparse, normalized)
+    gA, gI = 1e-2, 0.01
+    kw = dict(gamma_A=gA, gamma_I=gI, scale=P["s"])
+    sol_p = kernel_pcg(P["op"].matvec, P["Y"], P["rows"], P["Lmv"], n_samples=P["K"].shape[0],
+                       tol=1e-10, max_iter=3000, **kw)
+    sol_n = kernel_newton(P["K"], P["Y"], P["rows"], P["Lmv"], **kw)
+    assert sol_p.converged and sol_p.stop_reason == "tol" and sol_n.converged
+    np.testing.assert_allclose(sol_p.decision, sol_n.decision, atol=1e-6)
+    Jp = kernel_objective(P["op"].matvec, P["Y"], P["rows"], P["Lmv"], sol_p.dual_coef,
+                          sol_p.intercept, **kw)
+    Jn = kernel_objective(P["op"].matvec, P["Y"], P["rows"], P["Lmv"], sol_n.dual_coef,
+                          sol_n.intercept, **kw)
+    np.testing.assert_allclose(Jp, Jn, rtol=1e-9)
+    for c in range(2):
+        y = P["Y"][:, c]
+        a, b = sol_n.dual_coef[c], sol_n.intercept[c]
+        # the problem exercises the hinge: rows on both sides of the margin
+        margins = y * sol_n.decision[P["rows"], c]
+        assert np.any(margins < 1 - 1e-6) and np.any(margins > 1 + 1e-6)
+        # Newton's point is stationary for the documented objective ...
+        ga, gb = dense_grad(P["K"], P["M"], P["rows"], y, a, b, gA, gI, P["s"],
+                            "squared_hinge")
+        assert np.abs(ga).max() < 1e-9 and abs(gb) < 1e-9
+        # ... and no better point is found by a generic dense minimiser
+        Jref = reference_minimum(P["K"], P["M"], P["rows"], y, gA, gI, P["s"],
+                                 "squared_hinge")
+        Jd = dense_J(P["K"], P["M"], P["rows"], y, a, b, gA, gI, P["s"], "squared_hinge")
+        assert Jd <= Jref + 1e-12
+        assert Jref - Jd < 1e-7
+        np.testing.assert_allclose(Jd, Jn[c], rtol=1e-12)
+    assert sol_n.n_iter >= 2  # the error vectors did change
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("normalized", [True, False])
+def test_laprls_closed_form_and_pcg_match_dense_solve(sparse, normalized):
+    P = problem(sparse, normalized, seed=1, kernel="poly")
+    gA, gI = 1e-2, 1.0
+    K, M, rows, Y, s = P["K"], P["M"], P["rows"], P["Y"], P["s"]
+    n, l = K.shape[0], len(rows)
+    kw = dict(gamma_A=gA, gamma_I=gI, scale=s, loss="squared")
+    sol_d = kernel_newton(K, Y, rows, P["Lmv"], **kw)
+    sol_p = kernel_pcg(P["op"].matvec, Y, rows, P["Lmv"], n_samples=n, tol=1e-11,
+                       max_iter=3000, **kw)
+    assert sol_d.stop_reason == "direct" and sol_p.stop_reason == "tol"
+    # dense solve of the unreduced normal equations ∂J/∂(α, b) = 0 (Hessian / 2)
+    Kt = np.hstack([K, np.ones((n, 1))])
+    Jl = np.zeros((n, n))
+    Jl[rows, rows] = 1.0
+    H = Kt.T @ Jl @ Kt / l + gI * s * Kt.T @ M @ Kt
+    H[:n, :n] += gA * K
+    for c in range(2):
+        yfull = np.zeros(n)
+        yfull[rows] = Y[:, c]
+        z = np.linalg.lstsq(H, Kt.T @ yfull / l, rcond=None)[0]
+        f_ref = Kt @ z
+        np.testing.assert_allclose(sol_d.decision[:, c], f_ref, atol=1e-8)
+        np.testing.assert_allclose(sol_p.decision[:, c], f_ref, atol=1e-6)
+
+
+def test_no_intercept_and_no_graph():
+    P = problem(False, True, seed=2)
+    kw = dict(gamma_A=1e-2, gamma_I=0.0, scale=P["s"], fit_intercept=False)
+    sol_p = kernel_pcg(P["op"].matvec, P["Y"], P["rows"], None, n_samples=70, tol=1e-10,
+                       max_iter=3000, **kw)
+    sol_n = kernel_newton(P["K"], P["Y"], P["rows"], None, **kw)
+    assert np.all(sol_p.intercept == 0) and np.all(sol_n.intercept == 0)
+    np.testing.assert_allclose(sol_p.decision, sol_n.decision, atol=1e-6)
+    y = P["Y"][:, 0]
+    ga, _ = dense_grad(P["K"], P["M"], P["rows"], y, sol_n.dual_coef[0], 0.0, 1e-2, 0.0,
+                       P["s"], "squared_hinge")
+    assert np.abs(ga).max() < 1e-9
+
+
+def test_pcg_objective_decreases_and_columns_are_independent():
+    P = problem(True, True, seed=3)
+    kw = dict(gamma_A=1e-3, gamma_I=0.3, scale=P["s"], tol=1e-9, max_iter=2000)
+    both = kernel_pcg(P["op"].matvec, P["Y"], P["rows"], P["Lmv"], n_samples=70, **kw)
+    assert np.all(np.diff(both.history, axis=0) <= 1e-13)
+    for c in range(2):
+        one = kernel_pcg(P["op"].matvec, P["Y"][:, c], P["rows"], P["Lmv"], n_samples=70, **kw)
+        np.testing.assert_allclose(one.decision[:, 0], both.decision[:, c], atol=1e-7)
+
+
+def test_warm_start_from_the_solution_stops_at_once():
+    P = problem(False, False, seed=4)
+    kw = dict(gamma_A=1e-3, gamma_I=0.3, scale=P["s"], tol=1e-8, max_iter=2000)
+    sol = kernel_pcg(P["op"].matvec, P["Y"], P["rows"], P["Lmv"], n_samples=70, **kw)
+    again = kernel_pcg(P["op"].matvec, P["Y"], P["rows"], P["Lmv"], n_samples=70,
+                       init=(sol.dual_coef, sol.intercept), **kw)
+    assert again.n_iter <= 2 < sol.n_iter
+    np.testing.assert_allclose(again.decision, sol.decision, atol=1e-7)
+
+
+def test_max_iter_warns():
+    P = problem(False, False, seed=5)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        sol = kernel_pcg(P["op"].matvec, P["Y"], P["rows"], P["Lmv"], n_samples=70,
+                         gamma_A=1e-3, gamma_I=0.3, scale=P["s"], tol=1e-12, max_iter=3)
+    assert sol.n_iter == 3 and not sol.converged and sol.stop_reason == "max_iter"
+
+
+# -- line search ------------------------------------------------------------------------
+def phi(s, y, o, od, slope, curv, l, loss):
+    v = o + s * od
+    r = np.maximum(0.0, 1.0 - y * v) if loss == "squared_hinge" else y - v
+    return np.sum(r * r) / l + slope * s + curv * s * s
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("loss", ["squared_hinge", "squared"])
+def test_line_search_is_the_exact_minimiser(seed, loss):
+    rng = np.random.default_rng(seed)
+    l = 15
+    y = np.where(rng.random(l) < 0.5, -1.0, 1.0)
+    o = rng.standard_normal(l) * 1.5
+    od = rng.standard_normal(l)
+    curv = rng.uniform(0.01, 0.2)
+    # a descent direction: φ′(0) < 0
+    g0 = (phi(1e-7, y, o, od, 0, curv, l, loss) - phi(0, y, o, od, 0, curv, l, loss)) / 1e-7
+    slope = -abs(g0) - rng.uniform(0.1, 1.0)
+    s, pieces = kernel_line_search(y, o, od, slope, curv, l, loss)
+    assert s > 0
+    ref = minimize_scalar(lambda t: phi(t, y, o, od, slope, curv, l, loss),
+                          bounds=(0, 100), method="bounded", options=dict(xatol=1e-12))
+    assert abs(s - ref.x) < 1e-6
+    # φ′(s) = 0 exactly (φ is C¹ and piecewise quadratic)
+    v = o + s * od
+    e = np.where(y * v < 1, v - y, 0.0) if loss == "squared_hinge" else v - y
+    dphi = 2 * np.dot(e, od) / l + slope + 2 * curv * s
+    assert abs(dphi) < 1e-12 * max(1.0, abs(slope))
+    # pieces = 1 + breakpoints passed
+    if loss == "squared_hinge":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bp = (1 - y * o) / (y * od)
+        passed = np.count_nonzero((bp > 0) & (bp < s)
+                                  & np.where(y * o < 1, y * od > 0, y * od < 0))
+        assert pieces == 1 + passed
+    else:
+        assert pieces == 1
+
+
+def test_line_search_crosses_breakpoints_and_refuses_ascent():
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    o = np.array([-1.0, 0.5, 2.0, -3.0])
+    od = np.array([1.0, 1.0, -1.0, -1.0])  # every row moves towards (or past) its margin
+    s, pieces = kernel_line_search(y, o, od, 0.0, 1e-3, 4)
+    assert pieces >= 2
+    ref = minimize_scalar(lambda t: phi(t, y, o, od, 0.0, 1e-3, 4, "squared_hinge"),
+                          bounds=(0, 100), method="bounded", options=dict(xatol=1e-12))
+    assert abs(s - ref.x) < 1e-6
+    assert kernel_line_search(y, o, -od, 1.0, 1e-3, 4) == (0.0, 1)
+
+
+# -- early stopping -----------------------------------------------------------------------
+def _early_problem():
+    rng = np.random.default_rng(6)
+    n = 120
+    X = np.vstack([rng.normal(-1.5, 1, (n // 2, 2)), rng.normal(1.5, 1, (n // 2, 2))])
+    truth = np.r_[np.zeros(n // 2, int), np.ones(n // 2, int)]
+    Lm = random_laplacian(n, rng)
+    rows = np.r_[0, 1, n - 2, n - 1]
+    Y = np.where(truth[rows] == 1, 1.0, -1.0)
+    op = GramOperator(X, gamma=0.5)
+    Xv = np.vstack([rng.normal(-1.5, 1, (15, 2)), rng.normal(1.5, 1, (15, 2))])
+    yv = np.r_[np.zeros(15, int), np.ones(15, int)]
+    val = (lambda A, b: op.cross(Xv, A.T) + b, yv)
+    unl = np.setdiff1d(np.arange(n), rows)
+    kw = dict(n_samples=n, gamma_A=1e-4, gamma_I=1.0, scale=1 / np.trace(Lm), tol=1e-12,
+              max_iter=2000, unlabeled_rows=unl)
+    return op, Y, rows, (lambda F: Lm @ F), val, kw
+
+
+def test_early_stopping_checks():
+    op, Y, rows, Lmv, val, kw = _early_problem()
+    theta = int(round(np.sqrt(120) / 2))
+    full = kernel_pcg(op.matvec, Y, rows, Lmv, **kw)
+    runs = {es: kernel_pcg(op.matvec, Y, rows, Lmv, early_stopping=es, validation=val, **kw)
+            for es in ("stability", "validation", "mixed")}
+    for es, sol in runs.items():
+        assert sol.stop_reason == es and sol.converged
+        assert sol.n_iter % theta == 0 and sol.n_iter < full.n_iter
+        assert sol.checks and sol.checks[-1]["iteration"] == sol.n_iter
+    st = runs["stability"].checks
+    assert "changed" not in st[0]  # the first check only records the labels
+    assert st[-1]["changed"] < 0.015 and all(c["changed"] >= 0.015 for c in st[1:-1])
+    va = [c["val_errors"] for c in runs["validation"].checks]
+    assert all(b <= a - 1 for a, b in zip([30] + va[:-2], va[:-1]))  # improved until ...
+    assert va[-1] > (([30] + va)[-2]) - 1  # ... the last check did not improve
+    assert runs["mixed"].n_iter >= max(runs["stability"].n_iter, runs["validation"].n_iter)
+    # decisions at the early stop agree with the optimum's on almost every row
+    agree = np.mean((runs["stability"].decision[:, 0] > 0) == (full.decision[:, 0] > 0))
+    assert agree > 0.95
+    # θ is configurable
+    sol = kernel_pcg(op.matvec, Y, rows, Lmv, early_stopping="stability", check_every=3, **kw)
+    assert sol.n_iter % 3 == 0
+
+
+def test_bad_arguments():
+    op, Y, rows, Lmv, val, kw = _early_problem()
+    with pytest.raises(ValueError, match="validation data"):
+        kernel_pcg(op.matvec, Y, rows, Lmv, early_stopping="validation", **kw)
+    with pytest.raises(ValueError, match="early_stopping"):
+        kernel_pcg(op.matvec, Y, rows, Lmv, early_stopping="never", **kw)
+    with pytest.raises(ValueError, match="gamma_A"):
+        kernel_pcg(op.matvec, Y, rows, Lmv, **{**kw, "gamma_A": 0.0})
+    with pytest.raises(ValueError, match="loss"):
+        kernel_pcg(op.matvec, Y, rows, Lmv, loss="hinge", **kw)
+    with pytest.raises(ValueError, match="\\+1 or -1"):
+        kernel_pcg(op.matvec, Y * 2, rows, Lmv, **kw)
+    with pytest.raises(ValueError, match="labeled_rows"):
+        kernel_pcg(op.matvec, Y, np.r_[rows[:-1], 500], Lmv, **kw)
+    with pytest.raises(ValueError, match="square"):
+        kernel_newton(np.ones((3, 4)), Y, rows, Lmv, gamma_A=1.0, gamma_I=0.0, scale=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kernel_pcg(op.matvec, Y, rows, Lmv, **{**kw, "tol": 1e-4})
