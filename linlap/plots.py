@@ -6,7 +6,7 @@ the non-interactive Agg backend, so the functions work without a display.
 
 import numpy as np
 
-__all__ = ["plot_convergence", "plot_label_curve"]
+__all__ = ["plot_convergence", "plot_label_curve", "plot_path"]
 
 
 def _pyplot():
@@ -92,3 +92,53 @@ def _save(plt, fig, path):
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_path(estimator, path, *, kind="error", title=None):
+    """The solution path of a fitted :class:`~linlap.LapSVMPathClassifier` against log λ.
+
+    Parameters
+    ----------
+    estimator : fitted LapSVMPathClassifier
+    path : str or path-like
+        PNG file to write.
+    kind : {'error', 'decision'}, default='error'
+        'error': validation (or cross-validated) error in % along the scored grid, the
+        chosen λ marked and the breakpoints drawn as ticks; 'decision': the decision
+        values of the labeled rows (first one-vs-rest column) along the path, evaluated
+        at every breakpoint and grid point.
+    title : str, optional
+    """
+    if kind not in ("error", "decision"):
+        raise ValueError(f"kind must be 'error' or 'decision', got {kind!r}.")
+    info = getattr(estimator, "path_", None)
+    if info is None:
+        raise ValueError("plot_path needs a fitted LapSVMPathClassifier (no path_ found).")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    best = info["lambda"][info["best_index"]]
+    if kind == "error":
+        ax.plot(info["lambda"], 100 * np.asarray(info["error"]), marker=".",
+                label=f"{info['validation']} error")
+        ymin = 0.0
+        ax.plot(info["lambdas"], np.full(len(info["lambdas"]), ymin), "|", color="gray",
+                markersize=8, label="breakpoints")
+        ax.set_ylabel("error (%)")
+    else:
+        p = info["paths"][0]
+        lams = np.unique(np.r_[p.lambdas, info["lambda"][info["lambda"] >= p.lambdas[-1]]])
+        F = p.decision_labeled(lams)
+        colors = np.where(p.y > 0, "tab:blue", "tab:red")
+        for i in range(F.shape[1]):
+            ax.plot(lams, F[:, i], color=colors[i], lw=0.8, alpha=0.7)
+        for v in (-1.0, 0.0, 1.0):
+            ax.axhline(v, color="gray", lw=0.6, ls="--" if v else "-")
+        ax.set_ylabel("decision value f (labeled rows; blue +1, red −1)")
+    ax.axvline(best, color="k", lw=1, ls=":", label=f"chosen λ = {best:.3g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("λ  (γ_I = λ / 2l,  γ_A = ρ γ_I)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return _save(plt, fig, path)

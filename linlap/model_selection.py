@@ -1,0 +1,669 @@
+"""Choosing γ without guesswork: the LapSVM solution path and grid searches on one graph.
+
+* :class:`LapSVMPathClassifier` — the hinge-loss LapSVM for a fixed ``ρ = γ_A/γ_I``
+  whose ``γ_I`` (hence λ) is chosen along the exact solution path
+  (:func:`linlap.solvers.path.lapsvm_path`), by the error on validation rows or by
+  k-fold cross-validation over the labeled rows. All folds share one l × l matrix.
+* :class:`LapRLSClassifierCV`, :class:`LapSVMClassifierCV` — γ_A × γ_I (× Laplacian power,
+  × class prior) grids in scikit-learn's ``*CV`` style over one shared graph (built once;
+  a power is a :meth:`KNNGraph.with_laplacian` view, L^p never formed), each fit
+  warm-started from its neighbour on the grid.
+
+Every model here minimises the project objective
+
+    J(w, b) = (1/l) Σ_{i labeled} V(y_i, f(x_i)) + γ_A ‖w‖² + γ_I s fᵀL^p f,  s = graph.scale_,
+
+bias unpenalised, one-vs-rest for more than two classes.
+
+Validation data. ``fit(X, y, validation=None)``: ``validation`` is either an array of
+length n_samples holding labels for some rows of X that are *unlabeled* in ``y`` (the
+``unlabeled`` marker elsewhere) — they stay in the graph as unlabeled rows and only score
+the models — or a pair ``(X_val, y_val)`` of out-of-sample rows. Without it, the labeled
+rows are split into stratified folds (``cv``); a fold's held-out rows are unlabeled
+while the others train, and score the fit.
+"""
+
+import itertools
+import numbers
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._labels import marker_mask
+from .estimators import LapRLSClassifier, LapSVMClassifier, _LinearLapClassifier
+from .graph import KNNGraph
+from .solvers.path import path_for_targets, path_reduction
+
+__all__ = ["LapSVMPathClassifier", "LapRLSClassifierCV", "LapSVMClassifierCV"]
+
+
+# ---------------------------------------------------------------------------------------
+# shared helpers
+# ---------------------------------------------------------------------------------------
+
+def _targets(y_idx, n_classes):
+    if n_classes == 2:
+        return np.where(y_idx == 1, 1.0, -1.0)[:, None]
+    T = np.full((y_idx.size, n_classes), -1.0)
+    T[np.arange(y_idx.size), y_idx] = 1.0
+    return T
+
+
+def _validation_set(est, validation, X, y, labeled_rows, classes):
+    """(rows of X or None, X_val, index of y_val in classes) from the ``validation`` arg."""
+    if isinstance(validation, tuple):
+        if len(validation) != 2:
+            raise ValueError("validation must be labels for rows of X or a pair (X_val, y_val).")
+        Xv = validate_data(est, validation[0], accept_sparse="csr", dtype=np.float64,
+                           reset=False)
+        yv = np.asarray(validation[1])
+        if yv.shape != (Xv.shape[0],):
+            raise ValueError(f"y_val must have shape ({Xv.shape[0]},), got {yv.shape}.")
+        rows = None
+    else:
+        yfull = np.asarray(validation)
+        if yfull.shape != (X.shape[0],):
+            raise ValueError(f"validation labels must have shape ({X.shape[0]},) (one per row "
+                             f"of X, the unlabeled marker elsewhere), got {yfull.shape}.")
+        rows = np.flatnonzero(~marker_mask(yfull, est.unlabeled))
+        if np.intersect1d(rows, labeled_rows).size:
+            raise ValueError("validation rows must be unlabeled in y (they score the models; "
+                             "labeled rows train them).")
+        Xv, yv = X[rows], yfull[rows]
+    if yv.size == 0:
+        raise ValueError("validation holds no labeled row.")
+    unknown = ~np.isin(yv, classes)
+    if unknown.any():
+        raise ValueError(f"validation labels {np.unique(yv[unknown])[:5].tolist()} are not "
+                         f"classes of the labeled rows {classes.tolist()}.")
+    return rows, Xv, np.searchsorted(classes, yv)
+
+
+def _folds(cv, y_idx, random_state=0):
+    counts = np.bincount(y_idx)
+    k = min(int(cv), int(counts.min()))
+    if k < 2:
+        raise ValueError(f"cross-validation needs at least 2 labeled rows of every class "
+                         f"(smallest class has {counts.min()}); pass validation= instead.")
+    skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state)
+    return list(skf.split(np.zeros(y_idx.size), y_idx))
+
+
+def _check_cv(cv):
+    if not isinstance(cv, numbers.Integral) or isinstance(cv, bool) or cv < 2:
+        raise ValueError(f"cv must be an integer >= 2, got {cv!r}.")
+
+
+def _object_array(values):
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+def _predict_idx(F):
+    return (F[..., 0] > 0).astype(int) if F.shape[-1] == 1 else F.argmax(axis=-1)
+
+
+# ---------------------------------------------------------------------------------------
+# LapSVM along its solution path
+# ---------------------------------------------------------------------------------------
+
+class LapSVMPathClassifier(_LinearLapClassifier):
+    """Hinge-loss linear LapSVM with γ chosen along the exact solution path.
+
+    For the fixed ratio ``ρ = γ_A/γ_I`` every point λ of the path minimises
+
+        J(w, b) = (1/l) Σ_{i labeled} max(0, 1 − y_i f(x_i)) + γ_A ‖w‖² + γ_I s fᵀL^p f,
+        γ_I = λ / (2 l),   γ_A = ρ λ / (2 l),
+
+    exactly as ``LapSVMClassifier(solver='tinv', loss='hinge', gamma_A=γ_A, gamma_I=γ_I)``
+    (see :mod:`linlap.solvers.path`). ``fit`` computes the whole path (one l × l matrix
+    ``X_l (ρI + s XᵀL^pX)^{-1} X_lᵀ`` shared by all classes and folds, then the events),
+    scores a log grid of ``n_gammas`` values of γ_I spanning the path — by the error on
+    ``validation`` rows, or by stratified ``cv``-fold cross-validation over the labeled
+    rows (each fold's path is followed on its training rows; γ_I, not λ, is carried
+    across the folds since λ scales with l) — and keeps the γ_I of least error (ties:
+    least mean hinge loss, then the larger γ_I). The model at that point is refitted
+    from the path on all labeled rows.
+
+    Parameters
+    ----------
+    rho : float, default=1e-5
+        ``γ_A/γ_I`` (the defaults of :class:`LapSVMClassifier` have 1e-5).
+    graph : KNNGraph or None, default=None
+        As in :class:`LapRLSClassifier`: built once on X when None; a fitted graph is reused.
+    cv : int, default=5
+        Folds when no validation data is passed to fit (capped by the smallest class).
+    n_gammas : int, default=60
+        Size of the log grid of γ_I scored.
+    method : {'auto', 'gram', 'cg'}, default='auto'
+        How ``A^{-1}X_lᵀ`` is computed (see :func:`~linlap.solvers.path.lapsvm_path`).
+    lambda_min_ratio : float, default=1e-4
+        The path ends at this fraction of its first breakpoint.
+    unlabeled : object, default=-1
+    fit_intercept : bool, default=True
+    tol : float, default=1e-10
+        CG tolerance (method 'cg').
+    max_iter : int, default=5000
+        CG iterations (method 'cg').
+    memory_budget : int, default=2**30
+        Bytes for the n × n arrays of method 'gram'.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, transduction_, graph_, n_features_in_
+        As in :class:`LapRLSClassifier`.
+    best_gamma_I_, best_gamma_A_, best_lambda_ : float
+        The chosen point (``best_lambda_ = 2 l best_gamma_I_``).
+    best_score_ : float
+        Validation (or mean cross-validated) accuracy there.
+    path_ : dict
+        ``'paths'``: the :class:`~linlap.solvers.path.LapSVMPath` of each target column on
+        all labeled rows; ``'lambdas'``: breakpoints of the first one; ``'gamma_I'``,
+        ``'lambda'``: the scored grid; ``'error'``, ``'hinge'``: validation (or mean CV)
+        error and mean hinge loss along it; ``'best_index'``.
+    n_iter_ : int
+        Breakpoints of the path(s) on all labeled rows.
+    """
+
+    def __init__(self, rho=1e-5, *, graph=None, cv=5, n_gammas=60, method="auto",
+                 lambda_min_ratio=1e-4, unlabeled=-1, fit_intercept=True, tol=1e-10,
+                 max_iter=5000, memory_budget=2**30, verbose=0):
+        self.rho = rho
+        self.graph = graph
+        self.cv = cv
+        self.n_gammas = n_gammas
+        self.method = method
+        self.lambda_min_ratio = lambda_min_ratio
+        self.unlabeled = unlabeled
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_budget = memory_budget
+        self.verbose = verbose
+
+    def _check_params(self):
+        if not isinstance(self.rho, numbers.Real) or not np.isfinite(self.rho) or self.rho <= 0:
+            raise ValueError(f"rho must be a finite number > 0, got {self.rho!r}.")
+        _check_cv(self.cv)
+        if (not isinstance(self.n_gammas, numbers.Integral) or isinstance(self.n_gammas, bool)
+                or self.n_gammas < 2):
+            raise ValueError(f"n_gammas must be an integer >= 2, got {self.n_gammas!r}.")
+        if self.method not in ("auto", "gram", "cg"):
+            raise ValueError(f"method must be 'auto', 'gram' or 'cg', got {self.method!r}.")
+        r = self.lambda_min_ratio
+        if not isinstance(r, numbers.Real) or not 0 < r < 1:
+            raise ValueError(f"lambda_min_ratio must be in (0, 1), got {r!r}.")
+        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
+            raise ValueError(f"tol must be > 0, got {self.tol!r}.")
+        if (not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool)
+                or self.max_iter < 1):
+            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
+        if self.graph is not None and not isinstance(self.graph, KNNGraph):
+            raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
+                             f"{type(self.graph).__name__}.")
+
+    def fit(self, X, y, validation=None):
+        """Compute the path and pick γ_I.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            All training rows (labeled, unlabeled and validation rows).
+        y : array-like of shape (n_samples,)
+            Labels; ``unlabeled`` marks unlabeled rows.
+        validation : array-like of shape (n_samples,) or (X_val, y_val), optional
+            Labels of validation rows of X that are unlabeled in y (the marker
+            elsewhere), or out-of-sample validation rows. None: ``cv``-fold
+            cross-validation over the labeled rows.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             ensure_min_samples=2)
+        labeled_rows, unlabeled_rows, classes, y_idx = self._check_labels(y)
+        graph = self._fit_graph(X)
+        T = _targets(y_idx, classes.size)
+        t0 = time.perf_counter()
+        red = path_reduction(X, labeled_rows, graph.laplacian_matvec, graph.scale_,
+                             rho=self.rho, fit_intercept=self.fit_intercept,
+                             method=self.method, tol=self.tol, max_iter=self.max_iter,
+                             memory_budget=self.memory_budget)
+        l = labeled_rows.size
+
+        def paths_on(pos):
+            return [path_for_targets(red, T[pos, c], positions=pos,
+                                     lambda_min_ratio=self.lambda_min_ratio)
+                    for c in range(T.shape[1])]
+
+        full = paths_on(np.arange(l))
+        # the γ_I grid spans the full path: from its first breakpoint to its end
+        top = max(p.lambdas[0] for p in full) / (2 * l)
+        bottom = max(p.lambdas[-1] for p in full) / (2 * l)
+        grid = np.geomspace(2 * top, bottom * (1 + 1e-9), self.n_gammas)
+
+        if validation is not None:
+            rows, Xv, yv = _validation_set(self, validation, X, y, labeled_rows, classes)
+            XvV = np.asarray(Xv @ red.V)
+            Xvu = np.asarray(Xv @ red.u).ravel()
+            F = np.empty((grid.size, yv.size, T.shape[1]))
+            for c, p in enumerate(full):
+                for j, g in enumerate(grid):
+                    lam = 2 * l * g
+                    alpha, alpha0 = p.dual_at(lam)
+                    b = p._bias(alpha, alpha0, lam)
+                    F[j, :, c] = XvV @ (p.y * alpha) / lam + b * (1.0 - Xvu)
+            err, hinge = self._scores(F, yv, classes.size)
+        else:
+            folds = _folds(self.cv, y_idx)
+            err = np.zeros(grid.size)
+            hinge = np.zeros(grid.size)
+            for train, test in folds:
+                sub = paths_on(train)
+                ltr = train.size
+                F = np.empty((grid.size, test.size, T.shape[1]))
+                for c, p in enumerate(sub):
+                    lams = 2 * ltr * grid
+                    ok = lams >= p.lambdas[-1] * (1 - 1e-12) if not p.complete else \
+                        np.ones(grid.size, bool)
+                    F[:, :, c] = 0.0
+                    if ok.any():
+                        F[ok, :, c] = p.decision_labeled(lams[ok], positions=test)
+                    # below the fold path's end: keep its last point
+                    if (~ok).any():
+                        F[~ok, :, c] = p.decision_labeled([p.lambdas[-1]], positions=test)
+                e, h = self._scores(F, y_idx[test], classes.size)
+                err += e * test.size / l
+                hinge += h * test.size / l
+        # least error, then least hinge loss, then the larger γ_I (grid is decreasing)
+        order = np.lexsort((np.arange(grid.size), np.round(hinge, 12), np.round(err, 12)))
+        best = int(order[0])
+        g = grid[best]
+        lam = 2 * l * g
+        coef, intercept = [], []
+        for p in full:
+            w, b = p.coef_at(max(lam, p.lambdas[-1]) if not p.complete else lam)
+            coef.append(w)
+            intercept.append(b)
+        self.classes_ = classes
+        self.coef_ = np.array(coef)
+        self.intercept_ = np.array(intercept)
+        if not (np.all(np.isfinite(self.coef_)) and np.all(np.isfinite(self.intercept_))):
+            raise ValueError("The path produced non-finite coefficients; check X.")
+        self.best_gamma_I_ = float(g)
+        self.best_gamma_A_ = float(self.rho * g)
+        self.best_lambda_ = float(lam)
+        self.best_score_ = float(1.0 - err[best])
+        self.path_ = {"paths": full, "lambdas": full[0].lambdas, "gamma_I": grid,
+                      "lambda": 2 * l * grid, "error": err, "hinge": hinge,
+                      "best_index": best, "validation": "holdout" if validation is not None
+                      else f"{len(folds)}-fold", "time": time.perf_counter() - t0}
+        self.n_iter_ = int(sum(p.lambdas.size for p in full))
+        self.graph_ = graph
+        pred = _predict_idx(np.asarray(X @ self.coef_.T) + self.intercept_)
+        pred[labeled_rows] = y_idx
+        self.transduction_ = classes[pred]
+        return self
+
+    @staticmethod
+    def _scores(F, y_idx, n_classes):
+        """Error rate and mean hinge loss per grid point (F: grid × rows × columns)."""
+        pred = _predict_idx(F)
+        err = (pred != y_idx[None, :]).mean(axis=1)
+        T = _targets(y_idx, n_classes)
+        hinge = np.maximum(0.0, 1.0 - T[None] * F).sum(axis=2).mean(axis=1)
+        return err, hinge
+
+    def plot_path(self, path, *, kind="error", title=None):
+        """Draw validation error (``kind='error'``) or the labeled rows' decision values
+        (``kind='decision'``) against log λ; writes a PNG (needs matplotlib)."""
+        check_is_fitted(self, "path_")
+        from .plots import plot_path
+        return plot_path(self, path, kind=kind, title=title)
+
+
+# ---------------------------------------------------------------------------------------
+# warm-started grids
+# ---------------------------------------------------------------------------------------
+
+_DEFAULT_GAMMA_A = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1)
+_DEFAULT_GAMMA_I = (1e-2, 1e-1, 1.0, 10.0, 100.0, 300.0, 1000.0)
+
+
+class _GridCV(LinearClassifierMixin, BaseEstimator):
+    """γ_A × γ_I [× power × class_prior] search over one graph with warm starts."""
+
+    _base = None
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- params -----------------------------------------------------------------------
+    def _grid_values(self, name, positive=True, allow_zero=False):
+        vals = getattr(self, name)
+        vals = [vals] if np.isscalar(vals) else list(vals)
+        if not vals:
+            raise ValueError(f"{name} must hold at least one value.")
+        for v in vals:
+            if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0 \
+                    or (v == 0 and not allow_zero):
+                raise ValueError(f"every {name} must be a finite number > 0, got {v!r}.")
+        return vals
+
+    def _check_grid(self):
+        gA = self._grid_values("gamma_A")
+        gI = self._grid_values("gamma_I")
+        powers = [None] if self.power is None else (
+            [self.power] if np.isscalar(self.power) else list(self.power))
+        for p in powers:
+            if p is not None and (not isinstance(p, numbers.Integral) or isinstance(p, bool)
+                                  or p < 1):
+                raise ValueError(f"power must be None or integers >= 1, got {p!r}.")
+        cp = self.class_prior
+        if isinstance(cp, (list, tuple)) and not (
+                len(cp) and all(isinstance(v, numbers.Real) for v in cp)):
+            priors = list(cp)           # a list of settings
+        else:
+            priors = [cp]               # one setting (None, 'labeled', a dict or proportions)
+        if not priors:
+            raise ValueError("class_prior must hold at least one setting (None for off).")
+        ks = [None] if self.n_neighbors is None else (
+            [self.n_neighbors] if np.isscalar(self.n_neighbors) else list(self.n_neighbors))
+        for k in ks:
+            if k is not None and (not isinstance(k, numbers.Integral) or isinstance(k, bool)
+                                  or k < 1):
+                raise ValueError(f"n_neighbors must be None or integers >= 1, got {k!r}.")
+        if not ks:
+            raise ValueError("n_neighbors must hold at least one value (None: the graph's).")
+        _check_cv(self.cv)
+        if self.graph is not None and not isinstance(self.graph, KNNGraph):
+            raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
+                             f"{type(self.graph).__name__}.")
+        return gA, gI, ks, powers, priors
+
+    def _graphs(self, X, probe, ks, powers):
+        """One kNN graph per k (built once), one Laplacian view per power (never formed)."""
+        base = probe._fit_graph(X) if self.graph is None else \
+            LapRLSClassifier(graph=self.graph)._fit_graph(X)
+        out = {}
+        for k in ks:
+            if k is None or min(k, X.shape[0] - 1) == base.n_neighbors:
+                g = base
+            else:
+                params = base.get_params(deep=False)
+                params["n_neighbors"] = min(int(k), X.shape[0] - 1)
+                g = KNNGraph(**params).fit(X)
+            for p in powers:
+                out[(k, p)] = g if p is None or p == g.power else g.with_laplacian(power=p)
+        return out
+
+    def _make_base(self, graph):
+        return self._base(graph=graph, unlabeled=self.unlabeled,
+                          fit_intercept=self.fit_intercept, tol=self.tol,
+                          max_iter=self.max_iter, warm_start=self.warm_start,
+                          verbose=self.verbose, **self._base_extra())
+
+    def _base_extra(self):
+        return {}
+
+    # -- fit --------------------------------------------------------------------------
+    def fit(self, X, y, validation=None):
+        """Search the grid and refit the best setting on all labeled rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            ``unlabeled`` marks unlabeled rows.
+        validation : array-like of shape (n_samples,) or (X_val, y_val), optional
+            Labels of validation rows of X that are unlabeled in y, or out-of-sample
+            rows; the score is their accuracy. None: ``cv``-fold cross-validation over
+            the labeled rows (held-out rows are unlabeled while the others train).
+
+        Returns
+        -------
+        self
+        """
+        gA, gI, ks, powers, priors = self._check_grid()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             ensure_min_samples=2)
+        probe = self._make_base(None)
+        labeled_rows, unlabeled_rows, classes, y_idx = probe._check_labels(y)
+        t0 = time.perf_counter()
+        graphs = self._graphs(X, probe, ks, powers)
+        graph_time = time.perf_counter() - t0
+
+        if validation is not None:
+            rows, Xv, yv = _validation_set(self, validation, X, y, labeled_rows, classes)
+            splits = [(y, Xv, yv)]
+        else:
+            splits = []
+            for train, test in _folds(self.cv, y_idx):
+                ytr = y.copy()
+                fits = ((ytr.dtype.kind in "iu" and isinstance(self.unlabeled, numbers.Integral))
+                        or (ytr.dtype.kind == "f" and isinstance(self.unlabeled, numbers.Real))
+                        or (ytr.dtype.kind == "U" and isinstance(self.unlabeled, str))
+                        or ytr.dtype.kind == "O")
+                if not fits:
+                    ytr = ytr.astype(object)
+                ytr[labeled_rows[test]] = self.unlabeled
+                splits.append((ytr, X[labeled_rows[test]], y_idx[test]))
+
+        # snake order over (γ_A, γ_I): consecutive fits are grid neighbours
+        cells = []
+        for i, a in enumerate(gA):
+            order = range(len(gI)) if i % 2 == 0 else range(len(gI) - 1, -1, -1)
+            cells.extend((i, j) for j in order)
+        combos = list(itertools.product(range(len(ks)), range(len(powers)), range(len(priors))))
+        n_cand = len(combos) * len(cells)
+        scores = np.full((len(splits), n_cand), np.nan)
+        fit_times = np.zeros((len(splits), n_cand))
+        n_iters = np.zeros((len(splits), n_cand), dtype=int)
+        hinges = np.zeros((len(splits), n_cand))
+        params = [None] * n_cand
+        index = {}
+        k = 0
+        for ik, ip, iq in combos:
+            for i, j in sorted(cells):
+                index[(ik, ip, iq, i, j)] = k
+                params[k] = {"gamma_A": gA[i], "gamma_I": gI[j], "n_neighbors": ks[ik],
+                             "power": powers[ip], "class_prior": priors[iq]}
+                k += 1
+        for s, (ytr, Xte, yte) in enumerate(splits):
+            for ik, ip, iq in combos:
+                est = self._make_base(graphs[(ks[ik], powers[ip])])
+                est.set_params(class_prior=priors[iq])
+                for i, j in cells:
+                    c = index[(ik, ip, iq, i, j)]
+                    est.set_params(gamma_A=gA[i], gamma_I=gI[j])
+                    t = time.perf_counter()
+                    est.fit(X, ytr)
+                    fit_times[s, c] = time.perf_counter() - t
+                    n_iters[s, c] = est.n_iter_
+                    F = est.decision_function(Xte)
+                    F = F[:, None] if F.ndim == 1 else F
+                    scores[s, c] = np.mean(classes[_predict_idx(F)] == classes[yte])
+                    hinges[s, c] = np.maximum(
+                        0.0, 1.0 - _targets(yte, classes.size) * F).sum(axis=1).mean()
+        mean = scores.mean(axis=0)
+        mean_hinge = hinges.mean(axis=0)
+        # rank by accuracy, ties (frequent on a few validation rows) by the mean hinge loss
+        rank = np.empty(n_cand, dtype=int)
+        rank[np.lexsort((np.arange(n_cand), np.round(mean_hinge, 12), -mean))] = \
+            np.arange(1, n_cand + 1)
+        res = {"params": params,
+               "param_gamma_A": np.array([p["gamma_A"] for p in params]),
+               "param_gamma_I": np.array([p["gamma_I"] for p in params]),
+               "param_n_neighbors": _object_array([p["n_neighbors"] for p in params]),
+               "param_power": _object_array([p["power"] for p in params]),
+               "mean_test_hinge": mean_hinge,
+               "param_class_prior": _object_array([p["class_prior"] for p in params]),
+               "mean_test_score": mean, "std_test_score": scores.std(axis=0),
+               "rank_test_score": rank,
+               "mean_fit_time": fit_times.mean(axis=0),
+               "mean_n_iter": n_iters.mean(axis=0)}
+        for s in range(len(splits)):
+            res[f"split{s}_test_score"] = scores[s]
+        self.cv_results_ = res
+        self.best_index_ = int(np.argmin(rank))
+        self.best_params_ = dict(params[self.best_index_])
+        self.best_score_ = float(mean[self.best_index_])
+        self.n_splits_ = len(splits)
+        self.grid_time_ = float(fit_times.sum())
+        self.graph_time_ = graph_time
+        # refit on every labeled row at the best setting
+        bp = self.best_params_
+        best = self._make_base(graphs[(bp["n_neighbors"], bp["power"])])
+        best.set_params(gamma_A=bp["gamma_A"], gamma_I=bp["gamma_I"],
+                        class_prior=bp["class_prior"], warm_start=False)
+        t = time.perf_counter()
+        best.fit(X, y)
+        self.refit_time_ = time.perf_counter() - t
+        self.best_estimator_ = best
+        self.classes_ = best.classes_
+        self.coef_ = best.coef_
+        self.intercept_ = best.intercept_
+        self.transduction_ = best.transduction_
+        self.graph_ = best.graph_
+        self.n_iter_ = best.n_iter_
+        return self
+
+
+class LapRLSClassifierCV(_GridCV):
+    """:class:`~linlap.LapRLSClassifier` with γ_A × γ_I chosen on one shared graph.
+
+    Each candidate minimises the LapRLS objective
+
+        J(w, b) = (1/l) Σ_{i labeled} (y_i − f(x_i))² + γ_A ‖w‖² + γ_I s fᵀL^p f
+
+    (see :class:`~linlap.LapRLSClassifier`). The graph is built once (or the fitted
+    ``graph`` reused); a ``power`` list is searched through
+    :meth:`KNNGraph.with_laplacian` views of it (L^p is never formed). The grid is walked
+    in snake order over (γ_A, γ_I) so that with ``warm_start=True`` every fit starts CG
+    from the solution of its neighbour; scores are the accuracy on ``validation`` rows or
+    the mean accuracy over ``cv`` stratified folds of the labeled rows. The best setting is
+    refitted on all labeled rows (cold start).
+
+    Parameters
+    ----------
+    gamma_A, gamma_I : float or sequence of float
+        The grid (default 7 × 7: γ_A 1e-6…1e-1, γ_I 1e-2…1e3).
+    n_neighbors : None, int or sequence of int, default=None
+        k of the kNN graph to search: one graph per k, built once (with the other
+        settings of ``graph``, or the defaults); None keeps the graph's.
+    power : None, int or sequence of int, default=None
+        Laplacian powers to search (views of each graph, L^p never formed); None keeps
+        the graph's.
+    class_prior : setting or list of settings, default=None
+        ``class_prior`` of the base estimator; a list of settings searches its entries,
+        e.g. ``[None, 'labeled', [0.5, 0.5]]``; a flat list of numbers is one setting
+        (class proportions).
+    graph : KNNGraph or None, default=None
+    cv : int, default=3
+    warm_start : bool, default=True
+        Start each fit from its grid neighbour's solution.
+    unlabeled, fit_intercept, tol, max_iter, verbose
+        As in :class:`~linlap.LapRLSClassifier`.
+
+    Attributes
+    ----------
+    best_params_ : dict
+        ``gamma_A``, ``gamma_I``, ``n_neighbors``, ``power``, ``class_prior`` of the chosen
+        candidate (None: the graph's own).
+    best_score_ : float
+        Its mean validation accuracy. Candidates are ranked by mean accuracy, ties by the
+        mean hinge loss ``max(0, 1 − y f)`` of their decision values on the scoring rows
+        (``mean_test_hinge``), then by grid order.
+    best_index_ : int
+    cv_results_ : dict of arrays
+        ``params``, ``param_*``, ``split{k}_test_score``, ``mean_test_score``,
+        ``std_test_score``, ``mean_test_hinge``, ``rank_test_score``, ``mean_fit_time``,
+        ``mean_n_iter``.
+    best_estimator_ : LapRLSClassifier
+        Refitted on all labeled rows.
+    classes_, coef_, intercept_, transduction_, graph_, n_iter_, n_features_in_
+        Those of ``best_estimator_``.
+    grid_time_ : float
+        Seconds spent in the grid fits (all splits); ``refit_time_`` for the final fit,
+        ``graph_time_`` for building the graph.
+    """
+
+    _base = LapRLSClassifier
+
+    def __init__(self, gamma_A=_DEFAULT_GAMMA_A, gamma_I=_DEFAULT_GAMMA_I, *,
+                 n_neighbors=None, power=None, class_prior=None, graph=None, cv=3,
+                 warm_start=True, unlabeled=-1, fit_intercept=True, tol=1e-4, max_iter=1000,
+                 verbose=0):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.n_neighbors = n_neighbors
+        self.power = power
+        self.class_prior = class_prior
+        self.graph = graph
+        self.cv = cv
+        self.warm_start = warm_start
+        self.unlabeled = unlabeled
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.verbose = verbose
+
+
+class LapSVMClassifierCV(_GridCV):
+    """:class:`~linlap.LapSVMClassifier` with γ_A × γ_I chosen on one shared graph.
+
+    Each candidate minimises ``J = (1/l) Σ V(y_i, f(x_i)) + γ_A ‖w‖² + γ_I s fᵀL^p f`` with
+    the base estimator's loss (squared hinge by finite Newton by default). Search, warm
+    starts (Newton starts from the neighbour's w), scoring and refit as in
+    :class:`LapRLSClassifierCV`.
+
+    Parameters
+    ----------
+    gamma_A, gamma_I, n_neighbors, power, class_prior, graph, cv, warm_start
+        As in :class:`LapRLSClassifierCV`.
+    solver, loss, memory_budget
+        Passed to :class:`~linlap.LapSVMClassifier`.
+    unlabeled, fit_intercept, tol, max_iter, verbose
+        As in :class:`~linlap.LapSVMClassifier`.
+
+    Attributes
+    ----------
+    As in :class:`LapRLSClassifierCV` (``best_estimator_`` is a LapSVMClassifier).
+    """
+
+    _base = LapSVMClassifier
+
+    def __init__(self, gamma_A=_DEFAULT_GAMMA_A, gamma_I=_DEFAULT_GAMMA_I, *,
+                 n_neighbors=None, power=None, class_prior=None, graph=None, cv=3,
+                 warm_start=True, solver="newton", loss="squared_hinge", unlabeled=-1, fit_intercept=True, tol=1e-4,
+                 max_iter=50, memory_budget=2**30, verbose=0):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.n_neighbors = n_neighbors
+        self.power = power
+        self.class_prior = class_prior
+        self.graph = graph
+        self.cv = cv
+        self.warm_start = warm_start
+        self.solver = solver
+        self.loss = loss
+        self.unlabeled = unlabeled
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_budget = memory_budget
+        self.verbose = verbose
+
+    def _base_extra(self):
+        return {"solver": self.solver, "loss": self.loss, "memory_budget": self.memory_budget}

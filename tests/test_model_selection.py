@@ -1,0 +1,263 @@
+"""LapSVMPathClassifier and the warm-started grid searches (linlap.model_selection)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
+from linlap.datasets import mask_labels
+from linlap.model_selection import (LapRLSClassifierCV, LapSVMClassifierCV,
+                                    LapSVMPathClassifier)
+
+
+def blobs(n=60, d=8, n_classes=2, seed=0, sparse=True):
+    rng = np.random.default_rng(seed)
+    centers = np.full((n_classes, d), 0.3)
+    for c in range(n_classes):
+        centers[c, (2 * c) % d: (2 * c) % d + 2] = 2.0
+    y = rng.integers(0, n_classes, n)
+    X = np.abs(centers[y] + 0.5 * rng.standard_normal((n, d)))
+    X[rng.random((n, d)) < 0.3] = 0.0
+    X[:, -1] += 0.1
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+def semi_with_validation(y, n_lab, n_val, seed=0):
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(y.size)
+    lab, val = perm[:n_lab], perm[n_lab:n_lab + n_val]
+    ys = np.full(y.size, -1)
+    ys[lab] = y[lab]
+    yv = np.full(y.size, -1)
+    yv[val] = y[val]
+    return ys, yv
+
+
+# -- LapSVMPathClassifier --------------------------------------------------------------
+
+@pytest.mark.parametrize("normalized", [False, True])
+def test_path_classifier_point_equals_tinv_hinge(normalized):
+    X, y = blobs(seed=1)
+    ys, yv = semi_with_validation(y, 14, 20, seed=1)
+    g = KNNGraph(n_neighbors=6, normalized=normalized, power=2).fit(X)
+    clf = LapSVMPathClassifier(rho=0.05, graph=g).fit(X, ys, validation=yv)
+    assert clf.best_gamma_A_ == pytest.approx(0.05 * clf.best_gamma_I_)
+    l = (ys != -1).sum()
+    assert clf.best_lambda_ == pytest.approx(2 * l * clf.best_gamma_I_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = LapSVMClassifier(gamma_A=clf.best_gamma_A_, gamma_I=clf.best_gamma_I_,
+                               solver="tinv", loss="hinge", graph=g, tol=1e-12,
+                               max_iter=100000).fit(X, ys)
+    # free bias (unnormalised L): libsvm, tight; penalised bias: liblinear stops short
+    tol = 1e-6 if not normalized else 2e-2
+    scale = 1 + np.abs(clf.coef_).max()
+    np.testing.assert_allclose(clf.coef_, ref.coef_, atol=tol * scale)
+    np.testing.assert_allclose(clf.intercept_, ref.intercept_, atol=tol * scale)
+
+
+def test_path_classifier_selects_least_validation_error():
+    X, y = blobs(n=80, seed=2)
+    ys, yv = semi_with_validation(y, 12, 30, seed=2)
+    g = KNNGraph(n_neighbors=6).fit(X)
+    clf = LapSVMPathClassifier(rho=1e-2, graph=g, n_gammas=25).fit(X, ys, validation=yv)
+    info = clf.path_
+    assert info["gamma_I"].shape == info["error"].shape == (25,)
+    assert np.all(np.diff(info["gamma_I"]) < 0)
+    assert info["error"][info["best_index"]] == info["error"].min()
+    assert clf.best_score_ == pytest.approx(1 - info["error"].min())
+    # the stored error is the validation error of the model at each grid point
+    val = yv != -1
+    for j in (0, info["best_index"], 24):
+        w, b = info["paths"][0].coef_at(info["lambda"][j])
+        pred = np.where(X[val] @ w + b > 0, clf.classes_[1], clf.classes_[0])
+        assert np.mean(pred != yv[val]) == pytest.approx(info["error"][j])
+    # out-of-sample validation rows give the same numbers
+    clf2 = LapSVMPathClassifier(rho=1e-2, graph=g, n_gammas=25).fit(
+        X, ys, validation=(X[val], yv[val]))
+    np.testing.assert_allclose(clf2.path_["error"], info["error"])
+    np.testing.assert_allclose(clf2.coef_, clf.coef_)
+
+
+def test_path_classifier_cv_and_multiclass():
+    X, y = blobs(n=90, n_classes=3, seed=3)
+    ys = mask_labels(y, 24, random_state=3)
+    clf = LapSVMPathClassifier(rho=1e-2, graph=KNNGraph(n_neighbors=6), cv=3,
+                               n_gammas=20).fit(X, ys)
+    assert clf.coef_.shape == (3, X.shape[1]) and len(clf.path_["paths"]) == 3
+    assert clf.path_["validation"] == "3-fold"
+    assert 0 <= clf.best_score_ <= 1
+    lab = ys != -1
+    np.testing.assert_array_equal(clf.transduction_[lab], ys[lab])
+    assert set(clf.predict(X)) <= set(clf.classes_)
+    # each column is the path of its one-vs-rest problem at the chosen λ
+    for c, p in enumerate(clf.path_["paths"]):
+        w, b = p.coef_at(clf.best_lambda_)
+        np.testing.assert_allclose(clf.coef_[c], w)
+
+
+def test_path_classifier_bad_input():
+    X, y = blobs(seed=4)
+    ys, yv = semi_with_validation(y, 10, 10, seed=4)
+    for bad in [dict(rho=0), dict(rho=-1.0), dict(cv=1), dict(n_gammas=1),
+                dict(method="dense"), dict(lambda_min_ratio=2.0), dict(graph="knn")]:
+        with pytest.raises(ValueError):
+            LapSVMPathClassifier(**bad).fit(X, ys)
+    overlap = yv.copy()
+    overlap[ys != -1] = ys[ys != -1]
+    with pytest.raises(ValueError, match="unlabeled in y"):
+        LapSVMPathClassifier().fit(X, ys, validation=overlap)
+    with pytest.raises(ValueError, match="shape"):
+        LapSVMPathClassifier().fit(X, ys, validation=yv[:5])
+    wrong = np.where(yv != -1, 7, -1)
+    with pytest.raises(ValueError, match="not classes"):
+        LapSVMPathClassifier().fit(X, ys, validation=wrong)
+
+
+def test_plot_path(tmp_path):
+    pytest.importorskip("matplotlib")
+    X, y = blobs(seed=5)
+    ys, yv = semi_with_validation(y, 12, 20, seed=5)
+    clf = LapSVMPathClassifier(rho=1e-2, graph=KNNGraph(n_neighbors=6)).fit(
+        X, ys, validation=yv)
+    for kind in ("error", "decision"):
+        out = clf.plot_path(tmp_path / f"{kind}.png", kind=kind)
+        assert (tmp_path / f"{kind}.png").stat().st_size > 1000 and str(out).endswith(".png")
+    with pytest.raises(ValueError, match="kind"):
+        clf.plot_path(tmp_path / "x.png", kind="alpha")
+
+
+# -- grid searches ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("CV,Base", [(LapRLSClassifierCV, LapRLSClassifier),
+                                     (LapSVMClassifierCV, LapSVMClassifier)])
+def test_warm_grid_gives_the_cold_models(CV, Base):
+    X, y = blobs(n=70, seed=6)
+    ys, yv = semi_with_validation(y, 14, 20, seed=6)
+    g = KNNGraph(n_neighbors=6).fit(X)
+    grid = dict(gamma_A=[1e-3, 1e-2, 1e-1], gamma_I=[0.1, 1.0, 10.0])
+    kw = dict(graph=g, tol=1e-10)
+    if CV is LapSVMClassifierCV:   # finite Newton fits are slower: a 2 × 2 grid
+        grid = dict(gamma_A=[1e-3, 1e-1], gamma_I=[0.1, 10.0])
+        kw["max_iter"] = 200
+    warm = CV(**grid, **kw, warm_start=True).fit(X, ys, validation=yv)
+    cold = CV(**grid, **kw, warm_start=False).fit(X, ys, validation=yv)
+    np.testing.assert_allclose(warm.cv_results_["mean_test_score"],
+                               cold.cv_results_["mean_test_score"])
+    assert warm.best_params_ == cold.best_params_
+    np.testing.assert_allclose(warm.coef_, cold.coef_, rtol=1e-6, atol=1e-9)
+    # every grid point: the warm-started model equals a cold fit of the base estimator
+    val = yv != -1
+    for k, params in enumerate(warm.cv_results_["params"]):
+        ref = Base(gamma_A=params["gamma_A"], gamma_I=params["gamma_I"], **kw).fit(X, ys)
+        assert warm.cv_results_["split0_test_score"][k] == pytest.approx(
+            np.mean(ref.predict(X[val]) == yv[val]))
+    best = Base(gamma_A=warm.best_params_["gamma_A"], gamma_I=warm.best_params_["gamma_I"],
+                **kw).fit(X, ys)
+    np.testing.assert_allclose(warm.coef_, best.coef_, rtol=1e-6, atol=1e-9)
+    assert warm.cv_results_["mean_test_score"][warm.best_index_] == \
+        warm.cv_results_["mean_test_score"].max()
+
+
+def test_warm_start_saves_iterations():
+    X, y = blobs(n=120, d=50, seed=11)
+    ys, yv = semi_with_validation(y, 14, 20, seed=11)
+    g = KNNGraph(n_neighbors=6).fit(X)
+    grid = dict(gamma_A=[1e-6, 1e-5], gamma_I=[0.01, 0.03, 0.1], graph=g)
+    warm = LapRLSClassifierCV(**grid, warm_start=True).fit(X, ys, validation=yv)
+    cold = LapRLSClassifierCV(**grid, warm_start=False).fit(X, ys, validation=yv)
+    assert warm.cv_results_["mean_n_iter"].sum() < cold.cv_results_["mean_n_iter"].sum()
+
+
+def test_grid_over_power_and_prior_shares_the_graph():
+    X, y = blobs(n=70, n_classes=3, seed=7)
+    ys = mask_labels(y, 21, random_state=7)
+    g = KNNGraph(n_neighbors=6, power=2).fit(X)
+    clf = LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0, 10.0], power=[1, 3],
+                             class_prior=[None, "labeled"], graph=g, cv=3).fit(X, ys)
+    res = clf.cv_results_
+    assert len(res["params"]) == 8 and res["split2_test_score"].shape == (8,)
+    assert set(res["param_power"]) == {1, 3}
+    assert clf.graph_.adjacency_ is g.adjacency_          # never rebuilt
+    assert clf.graph_.power == clf.best_params_["power"]
+    assert sorted(res["rank_test_score"]) == list(range(1, 9)) or res["rank_test_score"].min() == 1
+    np.testing.assert_allclose(res["mean_test_score"],
+                               np.mean([res[f"split{s}_test_score"] for s in range(3)], axis=0))
+    # a k grid: one graph per k, built once, each with its power views
+    byk = LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0], n_neighbors=[4, 6], power=[1, 2],
+                             graph=g, cv=3).fit(X, ys)
+    assert list(byk.cv_results_["param_n_neighbors"]) == [4, 4, 6, 6]
+    assert byk.graph_.power == byk.best_params_["power"]
+    assert byk.graph_.n_neighbors == byk.best_params_["n_neighbors"]
+    if byk.best_params_["n_neighbors"] == 6:
+        assert byk.graph_.adjacency_ is g.adjacency_
+    # the refit equals the base estimator at the best params
+    bp = clf.best_params_
+    ref = LapRLSClassifier(gamma_A=bp["gamma_A"], gamma_I=bp["gamma_I"],
+                           graph=g.with_laplacian(power=bp["power"]),
+                           class_prior=bp["class_prior"]).fit(X, ys)
+    np.testing.assert_allclose(clf.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(clf.predict(X), ref.predict(X))
+
+
+def test_grid_builds_graph_once_without_graph():
+    X, y = blobs(n=50, seed=8)
+    ys = mask_labels(y, 12, random_state=8)
+    clf = LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0, 10.0], cv=2).fit(X, ys)
+    assert isinstance(clf.graph_, KNNGraph) and clf.graph_time_ >= 0
+    assert clf.best_estimator_.graph_ is clf.graph_
+    # a flat list of proportions is one class_prior setting, not two
+    one = LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0], class_prior=[0.5, 0.5], cv=2,
+                             graph=clf.graph_).fit(X, ys)
+    assert len(one.cv_results_["params"]) == 1
+    assert one.best_params_["class_prior"] == [0.5, 0.5]
+
+
+def test_grid_bad_input():
+    X, y = blobs(seed=9)
+    ys = mask_labels(y, 10, random_state=9)
+    for bad in [dict(gamma_A=[]), dict(gamma_A=[-1.0]), dict(gamma_I=[np.nan]),
+                dict(power=[0]), dict(cv=1), dict(graph="g"), dict(class_prior=[])]:
+        with pytest.raises(ValueError):
+            LapRLSClassifierCV(**bad).fit(X, ys)
+    one = np.full(y.size, -1)
+    one[:3] = y[:3]
+    one[3] = 1 - y[0]
+    if np.bincount(one[one != -1]).min() < 2:
+        with pytest.raises(ValueError, match="validation"):
+            LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0]).fit(X, one)
+
+
+# -- scikit-learn conventions ----------------------------------------------------------
+
+_EMPTY = "all-zero rows are empty documents, which linlap rejects"
+EXPECTED_FAILED = {
+    "check_estimators_dtypes": _EMPTY,
+    "check_estimator_sparse_tag": _EMPTY,
+    "check_estimator_sparse_array": _EMPTY,
+    "check_estimator_sparse_matrix": _EMPTY,
+    "check_classifiers_classes": "-1 marks unlabeled rows",
+}
+
+
+# Small grids keep the checks fast; the grid logic itself is tested above.
+@parametrize_with_checks([LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0, 10.0], cv=2),
+                          LapSVMClassifierCV(gamma_A=[1e-2], gamma_I=[1.0], cv=2,
+                                             solver="tinv", loss="hinge"),
+                          LapSVMPathClassifier(cv=2, n_gammas=10)],
+                         expected_failed_checks=lambda est: EXPECTED_FAILED)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
+
+
+def test_clone_keeps_shared_graph():
+    X, y = blobs(seed=10)
+    g = KNNGraph(n_neighbors=5).fit(X)
+    est = LapRLSClassifierCV(graph=g)
+    assert clone(est).graph is g

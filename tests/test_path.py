@@ -1,0 +1,402 @@
+"""The LapSVM solution path (linlap.solvers.path) against dense direct solves.
+
+A point λ of the path minimises J = (1/l) Σ max(0, 1 − y f) + γ_A‖w‖² + γ_I s fᵀL^pf with
+γ_I = λ/(2l), γ_A = ρλ/(2l): the references below solve that objective's dual at single λ
+with dense matrices and generic solvers (SVC for the free bias, L-BFGS-B on the box QP
+otherwise) and check zero duality gap against the primal J computed directly.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from sklearn.svm import SVC
+
+from linlap import KNNGraph, LapSVMClassifier
+from linlap.solvers.path import follow_path, lapsvm_path, path_reduction
+
+from reference import random_design, random_laplacian
+
+
+class DenseGraph:
+    """Duck-typed graph: a dense Laplacian L, its power p and s = 1/trace(L)."""
+
+    def __init__(self, L, power):
+        self.L = L
+        self.power = power
+        self.Lp = np.linalg.matrix_power(L, power)
+        self.scale_ = 1.0 / np.trace(L)
+
+    def laplacian_matvec(self, F):
+        return self.Lp @ F
+
+
+def problem(n=36, d=7, l=14, seed=0, sparse=True, normalized=False, balanced=False, power=2):
+    rng = np.random.default_rng(seed)
+    X = random_design(n, d, rng, sparse=sparse)
+    Xd = X.toarray() if sp.issparse(X) else X
+    w = rng.normal(size=d)
+    labels = np.where(Xd @ w + 0.4 * rng.normal(size=n) > 0, 1, 0)
+    lab = rng.choice(n, l, replace=False)
+    if balanced:
+        pos = rng.permutation(np.flatnonzero(labels == 1))[: l // 2]
+        neg = rng.permutation(np.flatnonzero(labels == 0))[: l // 2]
+        lab = np.r_[pos, neg]
+    y = np.full(n, -1)
+    y[lab] = labels[lab]
+    if not balanced:
+        y[lab[0]], y[lab[1]] = 1, 0   # both classes present
+    graph = DenseGraph(random_laplacian(n, rng, normalized=normalized), power)
+    return X, y, graph
+
+
+def dense_reference(X, y, graph, rho, lam, fit_intercept=True):
+    """(w, b, primal l·J, dual matrix Q) at λ by a dense direct dual solve."""
+    Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
+    n, d = Xd.shape
+    lab = np.flatnonzero(y != -1)
+    t = np.where(y[lab] == 1, 1.0, -1.0)
+    s, M = graph.scale_, graph.Lp
+    Xt = np.hstack([Xd, np.ones((n, 1))]) if fit_intercept else Xd
+    H = s * Xt.T @ M @ Xt
+    H[np.arange(d), np.arange(d)] += rho
+    free = fit_intercept and np.allclose(M @ np.ones(n), 0, atol=1e-10)
+    if free:
+        A = H[:d, :d]
+        G = Xd[lab] @ np.linalg.solve(A, Xd[lab].T)
+        svc = SVC(kernel="precomputed", C=1.0 / lam, tol=1e-12).fit(G, t)
+        coef = np.zeros(lab.size)
+        coef[svc.support_] = svc.dual_coef_[0]
+        w = np.linalg.solve(A, Xd[lab].T @ coef)
+        b = float(svc.intercept_[0])
+        alpha = np.abs(coef) * lam
+        Q = np.outer(t, t) * G
+    else:
+        Q = np.outer(t, t) * (Xt[lab] @ np.linalg.solve(H, Xt[lab].T))
+
+        def negdual(a):
+            return -(a.sum() - a @ Q @ a / (2 * lam)), -(1 - Q @ a / lam)
+
+        res = minimize(negdual, np.full(lab.size, 0.5), jac=True, method="L-BFGS-B",
+                       bounds=[(0, 1)] * lab.size,
+                       options={"ftol": 0, "gtol": 1e-13, "maxiter": 20000, "maxcor": 30})
+        alpha = res.x
+        z = np.linalg.solve(H, Xt[lab].T @ (t * alpha)) / lam
+        w, b = z[:d], (z[d] if fit_intercept else 0.0)
+    # polish: α strictly inside (0, 1) is on the margin; solve those equations exactly
+    # (the generic solvers stop ~1e-7 short at small λ)
+    F = np.flatnonzero((alpha > 1e-6) & (alpha < 1 - 1e-6))
+    if F.size:
+        a = np.where(alpha >= 1 - 1e-6, 1.0, 0.0)
+        R = np.setdiff1d(np.arange(lab.size), F)
+        m = F.size + free
+        K = np.zeros((m, m))
+        K[:F.size, :F.size] = Q[np.ix_(F, F)]
+        rhs = np.r_[lam - Q[np.ix_(F, R)] @ a[R], [-(t[R] @ a[R])] if free else []]
+        if free:
+            K[:F.size, -1] = K[-1, :F.size] = t[F]
+        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        if sol[:F.size].min() >= -1e-9 and sol[:F.size].max() <= 1 + 1e-9:
+            a[F] = sol[:F.size]
+            alpha = a
+            if free:
+                b = sol[-1] / lam
+                w = np.linalg.solve(A, Xd[lab].T @ (t * alpha)) / lam
+            else:
+                z = np.linalg.solve(H, Xt[lab].T @ (t * alpha)) / lam
+                w, b = z[:d], (z[d] if fit_intercept else 0.0)
+    f = Xd @ w + b
+    primal = np.maximum(0, 1 - t * f[lab]).sum() + lam / 2 * (rho * w @ w + s * f @ M @ f)
+    return w, b, primal, Q, alpha
+
+
+def primal_lJ(X, y, graph, rho, lam, w, b):
+    Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
+    lab = np.flatnonzero(y != -1)
+    t = np.where(y[lab] == 1, 1.0, -1.0)
+    f = Xd @ w + b
+    return (np.maximum(0, 1 - t * f[lab]).sum()
+            + lam / 2 * (rho * w @ w + graph.scale_ * f @ graph.Lp @ f))
+
+
+def sample_lambdas(path):
+    L = path.lambdas
+    mids = np.sqrt(L[:-1] * L[1:])
+    mids = mids[mids >= 1e-2 * L[0]]   # the direct references get slow as C = 1/λ grows
+    return np.r_[2.0 * L[0], L[: min(4, L.size)], mids[:: max(1, mids.size // 6)]]
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("normalized", [False, True])
+@pytest.mark.parametrize("method", ["gram", "cg"])
+def test_path_matches_direct_dual_solve(sparse, normalized, method):
+    X, y, graph = problem(sparse=sparse, normalized=normalized, seed=1)
+    rho = 0.05
+    path = lapsvm_path(X, y, graph, rho=rho, method=method, tol=1e-13)
+    assert path.reduction.bias == ("penalized" if normalized else "free")
+    assert path.status == "ok"
+    for lam in sample_lambdas(path):
+        w, b = path.coef_at(lam)
+        w_ref, b_ref, primal_ref, Q, _ = dense_reference(X, y, graph, rho, lam)
+        scale = 1 + np.abs(w_ref).max()
+        np.testing.assert_allclose(w, w_ref, atol=1e-6 * scale)
+        assert abs(b - b_ref) <= 1e-6 * (1 + abs(b_ref))
+        # certificate: the path's α is dual feasible and closes the duality gap
+        alpha, _ = path.dual_at(lam)
+        assert alpha.min() >= -1e-12 and alpha.max() <= 1 + 1e-12
+        dual = alpha.sum() - alpha @ Q @ alpha / (2 * lam)
+        primal = primal_lJ(X, y, graph, rho, lam, w, b)
+        assert abs(primal - dual) <= 1e-8 * (1 + abs(primal))
+        assert primal <= primal_ref + 1e-8 * (1 + abs(primal_ref))
+
+
+def test_no_intercept_path():
+    X, y, graph = problem(seed=3)
+    path = lapsvm_path(X, y, graph, rho=0.1, fit_intercept=False)
+    assert path.reduction.bias == "none" and path.init == "all-ones"
+    for lam in sample_lambdas(path):
+        w, b = path.coef_at(lam)
+        w_ref, _, _, _, _ = dense_reference(X, y, graph, 0.1, lam, fit_intercept=False)
+        assert b == 0.0
+        np.testing.assert_allclose(w, w_ref, atol=1e-6 * (1 + np.abs(w_ref).max()))
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+def test_equals_tinv_hinge_estimator(normalized):
+    """λ on the path ≡ LapSVMClassifier(solver='tinv', loss='hinge', γ_A=ρλ/2l, γ_I=λ/2l).
+
+    With the unnormalised Laplacian (free bias) tinv runs libsvm to 1e-12 and the match
+    is tight; with the normalised one (bias penalised through L^p1) tinv uses liblinear,
+    whose dual coordinate descent stops short, so the check there is looser."""
+    rng = np.random.default_rng(5)
+    X = sp.csr_matrix(np.abs(rng.normal(size=(45, 6))))
+    labels = (X.toarray()[:, 0] > X.toarray()[:, 1]).astype(int)
+    y = np.full(45, -1)
+    lab = rng.choice(45, 13, replace=False)
+    y[lab] = labels[lab]
+    g = KNNGraph(n_neighbors=5, normalized=normalized, power=2).fit(X)
+    rho = 0.1
+    path = lapsvm_path(X, y, g, rho=rho)
+    l = path.n_labeled
+    tol = 1e-6 if not normalized else 2e-2
+    for lam in sample_lambdas(path)[:8]:
+        w, b = path.coef_at(lam)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = LapSVMClassifier(gamma_A=rho * lam / (2 * l), gamma_I=lam / (2 * l),
+                                   solver="tinv", loss="hinge", graph=g, tol=1e-12,
+                                   max_iter=100000).fit(X, y)
+        scale = 1 + np.abs(w).max()
+        np.testing.assert_allclose(clf.coef_[0], w, atol=tol * scale)
+        assert abs(clf.intercept_[0] - b) <= tol * scale
+
+
+def kkt_violation(path, Q, lam, free):
+    alpha, alpha0 = path.dual_at(lam)
+    h = (Q @ alpha + (path.y * alpha0 if free else 0.0)) / lam   # = y f (free bias)
+    if not free:
+        h = Q @ alpha / lam
+    viol = 0.0
+    viol = max(viol, np.max(np.where(alpha < 1 - 1e-9, 1 - h, -np.inf), initial=0))  # α<1 ⇒ yf ≥ 1
+    viol = max(viol, np.max(np.where(alpha > 1e-9, h - 1, -np.inf), initial=0))      # α>0 ⇒ yf ≤ 1
+    if free:
+        viol = max(viol, abs(path.y @ alpha))
+    # round-off of Qα/λ grows like ‖Q‖ l / λ
+    return viol / (1 + 1e-3 * np.abs(Q).max() * Q.shape[0] / lam)
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+def test_breakpoints_monotone_and_events_consistent(normalized):
+    X, y, graph = problem(n=50, l=24, seed=7, normalized=normalized)
+    path = lapsvm_path(X, y, graph, rho=0.02)
+    red = path.reduction
+    free = red.bias == "free"
+    Q = red.G * np.outer(path.y, path.y)
+    L = path.lambdas
+    assert np.all(np.diff(L) < 0) and L[-1] > 0
+    assert path.alphas.shape == (L.size, path.n_labeled)
+    assert len(path.elbows) == len(path.events) == L.size
+    for k, lam in enumerate(L):
+        a = path.alphas[k]
+        assert a.min() >= 0 and a.max() <= 1
+        assert kkt_violation(path, Q, lam, free) <= 1e-8
+        # the elbow rows sit on the margin: y f = 1
+        E = path.elbows[k]
+        if E.size:
+            f = path.decision_labeled([lam])[0]
+            roundoff = 1 + 1e-3 * np.abs(Q).max() * Q.shape[0] / lam
+            np.testing.assert_allclose(path.y[E] * f[E], 1.0, atol=1e-8 * roundoff)
+        # every non-elbow α is at a bound
+        rest = np.setdiff1d(np.arange(a.size), E)
+        assert np.all((a[rest] == 0) | (a[rest] == 1))
+    # between breakpoints α is linear in λ and KKT holds everywhere
+    for k in range(L.size - 1):
+        for t in (0.25, 0.5, 0.75):
+            lam = L[k + 1] + t * (L[k] - L[k + 1])
+            assert kkt_violation(path, Q, lam, free) <= 1e-8
+    # decision values of labeled rows: from G alone = from the coefficients
+    lam = np.sqrt(L[0] * L[min(3, L.size - 1)])
+    w, b = path.coef_at(lam)
+    Xd = X.toarray()
+    np.testing.assert_allclose(path.decision_labeled([lam])[0], Xd[path.labeled_rows] @ w + b,
+                               atol=1e-9 * (1 + np.abs(w).max()))
+
+
+def test_lemma1_initialisation():
+    X, y, graph = problem(n=40, l=12, seed=2, balanced=True)
+    assert (y == 1).sum() == (y == 0).sum()
+    rho = 0.1
+    path = lapsvm_path(X, y, graph, rho=rho)
+    assert path.init == "lemma1"
+    np.testing.assert_array_equal(path.alphas[0], 1.0)
+    _, _, _, Q, _ = dense_reference(X, y, graph, rho, 1.0)
+    q = Q @ np.ones(Q.shape[0])
+    t = path.y
+    lam0 = 0.5 * (q[t > 0].max() + q[t < 0].max())           # eq. (16)
+    b0 = (q[t < 0].max() - q[t > 0].max()) / (2 * lam0)      # eq. (17), b = α₀/λ
+    assert abs(path.lambdas[0] - lam0) <= 1e-9 * lam0
+    assert abs(path.intercepts[0] - b0) <= 1e-9
+    # above λ⁰ every α stays 1 (a direct solve agrees) and the loss is l
+    w, b = path.coef_at(3 * lam0)
+    w_ref, b_ref, _, _, alpha_ref = dense_reference(X, y, graph, rho, 3 * lam0)
+    np.testing.assert_allclose(alpha_ref, 1.0, atol=1e-8)
+    np.testing.assert_allclose(w, w_ref, atol=1e-7)
+    assert abs(b) <= 1  # Lemma 1: β₀ ∈ [−1, 1]
+
+
+def test_lemma2_initialisation():
+    X, y, graph = problem(n=40, l=15, seed=4)
+    lp, lm = (y == 1).sum(), (y == 0).sum()
+    assert lp != lm
+    rho = 0.1
+    path = lapsvm_path(X, y, graph, rho=rho)
+    assert path.init == "lemma2"
+    _, _, _, Q, _ = dense_reference(X, y, graph, rho, 1.0)
+    t = path.y
+    maj = t > 0 if lp > lm else t < 0
+    a0 = path.alphas[0]
+    np.testing.assert_array_equal(a0[~maj], 1.0)
+    assert abs(a0[maj].sum() - (~maj).sum()) <= 1e-9
+    # α⁰ minimises αᵀQα over that set (Lemma 2): compare with SLSQP from another start
+    fixed = np.where(~maj, 1.0, 0.0)
+
+    def obj(x):
+        a = fixed.copy()
+        a[maj] = x
+        return a @ Q @ a, 2 * (Q @ a)[maj]
+
+    cons = {"type": "eq", "fun": lambda x: x.sum() - (~maj).sum(),
+            "jac": lambda x: np.ones_like(x)}
+    ref = minimize(obj, np.full(maj.sum(), (~maj).sum() / maj.sum()), jac=True,
+                   method="SLSQP", bounds=[(0, 1)] * maj.sum(), constraints=[cons],
+                   options={"ftol": 1e-15, "maxiter": 1000})
+    assert a0 @ Q @ a0 <= ref.fun + 1e-9 * abs(ref.fun)
+    # the loss is l_minority far above λ⁰ and b → y_majority as λ → ∞
+    _, b_far = path.coef_at(1e8 * path.lambdas[0])
+    assert abs(b_far - (1.0 if lp > lm else -1.0)) <= 1e-6
+    for lam in (1.5 * path.lambdas[0], path.lambdas[0]):
+        w, b = path.coef_at(lam)
+        w_ref, b_ref, _, _, _ = dense_reference(X, y, graph, rho, lam)
+        np.testing.assert_allclose(w, w_ref, atol=1e-6 * (1 + np.abs(w_ref).max()))
+        assert abs(b - b_ref) <= 1e-6
+
+
+def test_degenerate_duplicates_and_ties():
+    """Duplicated labeled rows (a singular elbow system) and opposite labels on identical
+    rows (no margin can hold both) give a valid path, not a crash."""
+    X, y, graph = problem(n=36, l=12, seed=9)
+    Xd = X.toarray()
+    lab = np.flatnonzero(y != -1)
+    unl = np.flatnonzero(y == -1)
+    # two unlabeled rows become copies of labeled ones: same label, and opposite label
+    Xd[unl[0]] = Xd[lab[2]]
+    Xd[unl[1]] = Xd[lab[3]]
+    y = y.copy()
+    y[unl[0]] = y[lab[2]]
+    y[unl[1]] = 1 - y[lab[3]]
+    rho = 0.05
+    path = lapsvm_path(sp.csr_matrix(Xd), y, graph, rho=rho)
+    assert path.status in ("ok", "degenerate")
+    for lam in sample_lambdas(path):
+        if lam < path.lambdas[-1]:
+            continue
+        w, b = path.coef_at(lam)
+        primal = primal_lJ(Xd, y, graph, rho, lam, w, b)
+        _, _, primal_ref, _, _ = dense_reference(Xd, y, graph, rho, lam)
+        assert primal <= primal_ref + 1e-7 * (1 + primal_ref)
+
+
+def test_ties_in_the_elbow_system():
+    """Q with exact ties (identical rows) straight into follow_path."""
+    Q = np.array([[2.0, 2.0, 0.5, 0.1], [2.0, 2.0, 0.5, 0.1], [0.5, 0.5, 1.0, 0.2],
+                  [0.1, 0.1, 0.2, 1.5]])
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    raw = follow_path(Q, y, free_bias=True)
+    assert raw["status"] == "ok" and np.all(np.diff(raw["lambdas"]) < 0)
+    assert np.all(np.abs(raw["alphas"] @ y) <= 1e-9)
+
+
+def test_kernel_mode_matches_linear():
+    """kernel='precomputed' with K = ΦΦᵀ is the linear path on Φ (β ↦ w = Φᵀβ)."""
+    rng = np.random.default_rng(11)
+    n, l = 30, 10
+    X, y, graph = problem(n=n, d=5, l=l, seed=11, normalized=True)
+    Phi = np.abs(rng.normal(size=(n, 40)))
+    K = Phi @ Phi.T
+    pk = lapsvm_path(K, y, graph, rho=0.3, kernel="precomputed")
+    pl = lapsvm_path(Phi, y, graph, rho=0.3, method="cg", tol=1e-13)
+    np.testing.assert_allclose(pk.lambdas, pl.lambdas, rtol=1e-7)
+    for lam in sample_lambdas(pl):
+        beta, bk = pk.coef_at(lam)
+        w, bl = pl.coef_at(lam)
+        np.testing.assert_allclose(Phi.T @ beta, w, atol=1e-6 * (1 + np.abs(w).max()))
+        assert abs(bk - bl) <= 1e-6 * (1 + abs(bl))
+
+
+def test_knngraph_and_labels():
+    _, y, _ = problem(n=40, seed=12)
+    X = sp.csr_matrix(np.abs(np.random.default_rng(12).normal(size=(40, 6))))
+    names = np.array(["neg", "pos"], dtype=object)[np.maximum(y, 0)]
+    names[y == -1] = ""
+    g = KNNGraph(n_neighbors=5).fit(X)
+    path = lapsvm_path(X, names, g, rho=0.1, unlabeled="")
+    assert list(path.classes) == ["neg", "pos"]
+    assert path.n_labeled == (y != -1).sum()
+
+
+def test_bad_input():
+    X, y, graph = problem(n=30, seed=13)
+    with pytest.raises(ValueError, match="rho"):
+        lapsvm_path(X, y, graph, rho=0.0)
+    with pytest.raises(ValueError, match="rho"):
+        lapsvm_path(X, y, graph, rho=np.nan)
+    y1 = np.where(y == 0, -1, y)
+    with pytest.raises(ValueError, match="2 classes"):
+        lapsvm_path(X, y1, graph, rho=0.1)
+    with pytest.raises(ValueError, match="square"):
+        lapsvm_path(X, y, graph, rho=0.1, kernel="precomputed")
+    with pytest.raises(ValueError, match="method"):
+        lapsvm_path(X, y, graph, rho=0.1, method="dense")
+    with pytest.raises(ValueError, match="memory_budget"):
+        lapsvm_path(X, y, graph, rho=0.1, method="gram", memory_budget=100)
+    path = lapsvm_path(X, y, graph, rho=0.1, lambda_min=1.0)
+    if not path.complete:
+        with pytest.raises(ValueError, match="below the end"):
+            path.coef_at(0.5 * path.lambdas[-1])
+    with pytest.raises(ValueError, match="lambda"):
+        path.coef_at(0.0)
+
+
+def test_reduction_cg_equals_gram():
+    X, y, graph = problem(n=40, seed=14, normalized=True)
+    lab = np.flatnonzero(y != -1)
+    r1 = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=0.01,
+                        method="gram")
+    r2 = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=0.01,
+                        method="cg", tol=1e-13)
+    np.testing.assert_allclose(r1.G, r2.G, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(r1.V, r2.V, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(r1.u, r2.u, rtol=1e-7, atol=1e-9)
+    assert r2.n_iter > 0
