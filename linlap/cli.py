@@ -484,7 +484,20 @@ def _plot(args):
     with rep.step(f"building the {k}-NN graph"):
         graph = KNNGraph(n_neighbors=k, random_state=args.seed).fit(X)
     marker = -1 if y.dtype.kind in "iu" else ""
-    if args.kind == "convergence":
+    if args.kind == "path":
+        from .model_selection import LapSVMPathClassifier
+        from .plots import plot_path
+
+        n_lab = args.n_labels[0]
+        y_semi = mask_labels(y, n_lab, random_state=args.seed, unlabeled=marker)
+        with rep.step(f"solution path ({n_lab} labels, 5-fold choice of lambda)"):
+            est = LapSVMPathClassifier(graph=graph, unlabeled=marker).fit(X, y_semi)
+        err = 100 * np.mean(est.predict(X_test) != y_test)
+        rep.line(f"{len(est.path_['lambdas'])} breakpoints; chosen gamma_I = "
+                 f"{est.best_gamma_I_:.3g}, test error {err:.1f} %")
+        plot_path(est, args.out, kind=args.path_kind,
+                  title=f"{title}, {n_lab} labels, rho = {est.rho:g}")
+    elif args.kind == "convergence":
         y_semi = mask_labels(y, args.n_labels[0], random_state=args.seed, unlabeled=marker)
         ests = {}
         with rep.step("fitting LapRLS and LapSVM"):
@@ -609,13 +622,18 @@ def build_parser():
     top.add_argument("model", metavar="MODEL")
     top.add_argument("-n", type=int, default=30, help="terms per list (default 30)")
     top.set_defaults(func=_top_features)
-    pl = sub.add_parser("plot", help="write a PNG: solver convergence, or test error vs "
-                                     "number of labels (needs matplotlib)",
+    pl = sub.add_parser("plot", help="write a PNG: solver convergence, test error vs "
+                                     "number of labels, or the solution path (needs "
+                                     "matplotlib)",
                         description="Plots on DATA (labeled rows; 30 %% held out as test "
                                     "set) or, without DATA, the bundled PCMAC corpus.")
-    pl.add_argument("kind", choices=("convergence", "labels"),
+    pl.add_argument("kind", choices=("convergence", "labels", "path"),
                     help="convergence: CG residual / Newton objective per iteration; "
-                         "labels: test error against the number of labels")
+                         "labels: test error against the number of labels; path: the "
+                         "LapSVM solution path (error or decision values against lambda)")
+    pl.add_argument("--path-kind", choices=("error", "decision"), default="error",
+                    help="for 'path': cross-validated error (default) or the decision "
+                         "values of the labeled rows along the path")
     pl.add_argument("data", metavar="DATA", nargs="?", default=None)
     pl.add_argument("--out", required=True, metavar="PNG")
     pl.add_argument("--n-labels", type=lambda t: [int(v) for v in t.split(",")],
@@ -631,7 +649,8 @@ def build_parser():
 
 def _plot_entry(args):
     if args.n_labels is None:
-        args.n_labels = [50] if args.kind == "convergence" else [10, 20, 50, 100, 200, 400]
+        args.n_labels = ([50] if args.kind in ("convergence", "path")
+                         else [10, 20, 50, 100, 200, 400])
     return _plot(args)
 
 

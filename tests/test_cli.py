@@ -229,3 +229,8 @@ def test_plot_commands_write_png(tmp_path, corpus):
               "--n-neighbors", 10, "--n-labels", "10,40", "-q")
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "labels.png").read_bytes()[:4] == b"\x89PNG"
+    res = run("plot", "path", "--out", tmp_path / "path.png", "--n-neighbors", 10,
+              "--n-labels", 40)
+    assert res.returncode == 0, res.stderr
+    assert "breakpoints; chosen gamma_I" in res.stderr
+    assert (tmp_path / "path.png").read_bytes()[:4] == b"\x89PNG"
