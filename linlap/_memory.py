@@ -11,9 +11,10 @@ graph, SVD embedding + pynndescent (``space='svd'``)
     float64 and float32 (c = n_components), pynndescent's candidate heaps and trees
     (≈ 48 bytes per candidate, m = n_search_neighbors), and the weight matrix as above.
 solve (LapRLS CG or LapSVM finite Newton)
-    ``12 nnz [+ 12 nnz if X is converted] + 56 n q + 48 d q`` bytes — X, the n × q
+    ``12 nnz [+ 12 nnz if X is converted] + 56 n q + 80 d q`` bytes — X, the n × q
     decision values and graph work vectors of the q = C (+1) right-hand sides (≈ 7 per
-    column), and the d × q CG vectors (6 per column).
+    column), the d × q CG vectors and the per-thread Xᵀ buffers (≈ 10 per column with
+    2 threads).
 
 ``bench/scale.py`` records the measured peak RSS next to these formulas.
 """
@@ -33,7 +34,7 @@ def graph_bytes(n, nnz, k, *, space="tfidf", n_components=50, n_search=None):
 
 def solve_bytes(n, d, nnz, n_columns, *, converts_X=False):
     """Estimated peak bytes of a linear fit (excluding the graph, which is already built)."""
-    return 12 * nnz * (2 if converts_X else 1) + 56 * n * n_columns + 48 * d * n_columns
+    return 12 * nnz * (2 if converts_X else 1) + 56 * n * n_columns + 80 * d * n_columns
 
 
 def available_bytes():

@@ -28,6 +28,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._atomic import atomic_write
+from ._memory import check_memory, graph_bytes
+from ._progress import progress
 
 __all__ = ["KNNGraph"]
 
@@ -49,7 +51,7 @@ _NNDESCENT_DEFAULTS = {}
 
 _WEIGHTS = ("binary", "heat", "cosine")
 _SYMMETRIZE = ("union", "mutual")
-_SPACES = ("tfidf", "svd")
+_SPACES = ("auto", "tfidf", "svd")
 _ALGORITHMS = ("auto", "exact", "nndescent")
 # Set by KNNGraph itself; letting nndescent_kwds override them would silently
 # change the search.
@@ -128,6 +130,44 @@ def _prepare_input(X):
     return Xc
 
 
+def _svd_embedding(Xn, n_components, svd_sample, rng, verbose):
+    """Row-normalised TruncatedSVD embedding (float64) of the unit rows Xn.
+
+    The SVD is fitted on at most ``svd_sample`` random rows (the leading
+    directions of a large corpus are estimated as well from a sample, at a
+    fraction of the cost) and applied to all rows in chunks, so the extra
+    memory is the n × n_components embedding.
+    """
+    from sklearn.decomposition import TruncatedSVD
+
+    n = Xn.shape[0]
+    fit_rows = np.arange(n) if n <= svd_sample else np.sort(
+        rng.choice(n, size=svd_sample, replace=False))
+    if verbose:
+        _log(f"TruncatedSVD to {n_components} dimensions, fitted on {fit_rows.size} of "
+             f"{n} rows")
+    svd = TruncatedSVD(n_components=n_components, algorithm="randomized",
+                       random_state=rng.randint(np.iinfo(np.int32).max))
+    svd.fit(Xn[fit_rows] if fit_rows.size < n else Xn)
+    E = np.empty((n, n_components), dtype=np.float64)
+    chunk = 100_000
+    for start in range(0, n, chunk):
+        E[start:start + chunk] = svd.transform(Xn[start:start + chunk])
+        if verbose and n > chunk:
+            _log(f"  projected {min(start + chunk, n)}/{n} rows")
+    norms = np.linalg.norm(E, axis=1)
+    zero = norms == 0
+    if zero.any():
+        # Rows orthogonal to every component would stay 0; give them a common
+        # arbitrary direction so cosine stays defined (no NaN).
+        warnings.warn(f"{int(zero.sum())} rows have a zero SVD embedding; "
+                      "increase n_components.", RuntimeWarning)
+        E[zero] = 1.0
+        norms[zero] = np.sqrt(n_components)
+    E /= norms[:, None]
+    return E
+
+
 # --------------------------------------------------------------------------
 # Exact search
 # --------------------------------------------------------------------------
@@ -187,7 +227,7 @@ def _exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         dist[start:start + b] = _cos_to_dist(sims)
         return b
 
-    done, next_report = 0, 0.1
+    bar = progress(verbose, total=m, desc="KNNGraph exact search", unit="rows")
     if n_workers == 1 or len(starts) == 1:
         results = map(work, starts)
         pool = None
@@ -196,11 +236,9 @@ def _exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         results = pool.map(work, starts)
     try:
         for b in results:
-            done += b
-            if verbose and (done / m >= next_report or done == m):
-                _log(f"  exact search: {done}/{m} rows ({100.0 * done / m:.0f}%)")
-                next_report = np.floor(done / m * 10 + 1) / 10
+            bar.update(b)
     finally:
+        bar.close()
         if pool is not None:
             pool.shutdown()
     return ind, dist
@@ -378,7 +416,22 @@ class KNNGraph(BaseEstimator):
       PCMAC SVD-space graphs gave LapRLS no better test error.
 
     The first pynndescent call of a process pays a numba JIT compilation of
-    20-60 s (cached on disk afterwards).
+    20-100 s.
+
+    **Large n** (above ``exact_max_samples``, ``space='auto'``): exact search
+    costs n² row pairs and pynndescent on sparse TF-IDF finds few true
+    neighbours, so the rows are first embedded by a 50-dimensional
+    TruncatedSVD (fitted on ``svd_sample`` rows) and pynndescent searches that
+    dense space, asking for k + 10 candidates.  On the synthetic corpus of
+    :func:`linlap.datasets.make_text_corpus` at n = 100,000, k = 10
+    (``bench/graph_scale.py``, 2 loaded cores): SVD + pynndescent 132 s,
+    recall@10 0.987 in its space; pynndescent on TF-IDF 1,235 s, recall 0.646;
+    exact TF-IDF ≈ 1,340 s (extrapolated).  On 20 Newsgroups (5 labels per
+    class, 3 draws, exact search in each space) LapRLS made 40.8 % error with
+    the 50-dimensional SVD graph against 44.3 % with the TF-IDF graph (43.9 %
+    at 100 dimensions); on the synthetic corpus the TF-IDF graph was the
+    better one (see bench/RESULTS.md) — the SVD space is chosen for what can
+    be built at scale, not because it is always the better graph.
 
     Parameters
     ----------
@@ -394,11 +447,16 @@ class KNNGraph(BaseEstimator):
         Normalised Laplacian I − D^{-1/2} W D^{-1/2} (True) or D − W (False).
     power : int, default=5
         The operator applies L^p (p >= 1) by p sparse matrix products.
-    space : {'tfidf', 'svd'}, default='tfidf'
+    space : {'auto', 'tfidf', 'svd'}, default='auto'
         Search neighbours on the (row-normalised) input itself, or on its
-        row-normalised TruncatedSVD embedding.
-    n_components : int, default=100
+        row-normalised TruncatedSVD embedding. 'auto': the input itself when
+        n_samples <= ``exact_max_samples``, else the SVD embedding (see
+        "Large n" above).
+    n_components : int, default=50
         Dimension of the SVD embedding (``space='svd'`` only).
+    svd_sample : int, default=100000
+        The SVD is fitted on at most this many random rows, then applied to
+        all rows (``space='svd'`` only).
     algorithm : {'auto', 'exact', 'nndescent'}, default='auto'
         'auto' is exact when n_samples <= ``exact_max_samples``, else nndescent.
     exact_max_samples : int, default=50000
@@ -406,7 +464,8 @@ class KNNGraph(BaseEstimator):
     n_search_neighbors : int or None, default=None
         Number of neighbours pynndescent is asked for (it lists the row
         itself among them); the best k others are kept.  Must exceed k.
-        None means ``max(n_neighbors + 10, 30)``.
+        None means ``max(n_neighbors + 10, 30)`` on sparse input and
+        ``n_neighbors + 10`` on dense input or the SVD embedding.
     nndescent_kwds : dict or None, default=None
         Extra keyword arguments for ``pynndescent.NNDescent`` (e.g.
         ``n_trees``, ``n_iters``, ``max_candidates``, ``delta``), overriding
@@ -448,6 +507,8 @@ class KNNGraph(BaseEstimator):
         σ actually used (``weight='heat'`` only).
     algorithm_ : str
         'exact' or 'nndescent', as resolved.
+    space_ : str
+        'tfidf' or 'svd', as resolved.
     recall_ : float or None
         recall@k of the approximate search on ``recall_sample`` rows
         (tie-aware: a returned neighbour counts as correct when its distance
@@ -469,8 +530,9 @@ class KNNGraph(BaseEstimator):
     """
 
     def __init__(self, n_neighbors=50, *, weight="cosine", heat_sigma=None,
-                 symmetrize="union", normalized=True, power=5, space="tfidf",
-                 n_components=100, algorithm="auto", exact_max_samples=50000,
+                 symmetrize="union", normalized=True, power=5, space="auto",
+                 n_components=50, svd_sample=100_000, algorithm="auto",
+                 exact_max_samples=50000,
                  n_search_neighbors=None, nndescent_kwds=None, recall_sample=200,
                  random_state=None, n_jobs=None, verbose=False):
         self.n_neighbors = n_neighbors
@@ -481,6 +543,7 @@ class KNNGraph(BaseEstimator):
         self.power = power
         self.space = space
         self.n_components = n_components
+        self.svd_sample = svd_sample
         self.algorithm = algorithm
         self.exact_max_samples = exact_max_samples
         self.n_search_neighbors = n_search_neighbors
@@ -514,6 +577,8 @@ class KNNGraph(BaseEstimator):
         choice("space", _SPACES)
         if not _is_int(self.n_components) or self.n_components < 1:
             raise ValueError(f"n_components must be an integer >= 1, got {self.n_components!r}.")
+        if not _is_int(self.svd_sample) or self.svd_sample < 1:
+            raise ValueError(f"svd_sample must be an integer >= 1, got {self.svd_sample!r}.")
         choice("algorithm", _ALGORITHMS)
         if not _is_int(self.exact_max_samples) or self.exact_max_samples < 0:
             raise ValueError(
@@ -570,35 +635,31 @@ class KNNGraph(BaseEstimator):
         n_jobs = _effective_n_jobs(self.n_jobs)
         times = {}
 
-        if self.space == "svd":
+        algorithm = self.algorithm
+        if algorithm == "auto":
+            algorithm = "exact" if n <= self.exact_max_samples else "nndescent"
+        space = self.space
+        if space == "auto":
+            space = "tfidf" if n <= self.exact_max_samples else "svd"
+
+        nnz = Xn.nnz if sp.issparse(Xn) else n * d
+        check_memory(
+            graph_bytes(n, nnz, k, space=space, n_components=self.n_components,
+                        n_search=self.n_search_neighbors),
+            f"Building the {k}-NN graph of {n} rows ({nnz} nonzeros)",
+            "Use a smaller n_neighbors, or fewer rows.")
+
+        if space == "svd":
             if self.n_components > min(n, d):
                 raise ValueError(
                     f"n_components={self.n_components} must be <= min(n_samples, n_features)"
                     f" = {min(n, d)} for space='svd'.")
-            from sklearn.decomposition import TruncatedSVD
-
             t0 = time.perf_counter()
-            if verbose:
-                _log(f"TruncatedSVD to {self.n_components} dimensions of {n} x {d} input")
-            svd = TruncatedSVD(n_components=self.n_components, algorithm="randomized",
-                               random_state=rng.randint(np.iinfo(np.int32).max))
-            E = svd.fit_transform(Xn)
-            # Rows orthogonal to every component would stay 0; give them a
-            # common arbitrary direction so cosine stays defined (no NaN).
-            zero = np.linalg.norm(E, axis=1) == 0
-            if zero.any():
-                warnings.warn(f"{int(zero.sum())} rows have a zero SVD embedding; "
-                              "increase n_components.", RuntimeWarning)
-                E[zero] = 1.0
-            Xs = np.ascontiguousarray(normalize(E, copy=False))
+            Xs = _svd_embedding(Xn, self.n_components, self.svd_sample, rng, verbose)
             times["svd"] = time.perf_counter() - t0
         else:
             Xs = Xn
         del Xn
-
-        algorithm = self.algorithm
-        if algorithm == "auto":
-            algorithm = "exact" if n <= self.exact_max_samples else "nndescent"
 
         t0 = time.perf_counter()
         XT = None
@@ -644,6 +705,7 @@ class KNNGraph(BaseEstimator):
         self.degree_ = np.asarray(W.sum(axis=1)).ravel()
         self.heat_sigma_ = sigma
         self.algorithm_ = algorithm
+        self.space_ = space
         self.recall_ = recall
         self.n_repaired_ = int(n_repaired)
         self.n_samples_fit_ = n
@@ -658,9 +720,12 @@ class KNNGraph(BaseEstimator):
 
     def _approximate_search(self, Xs, k, rng, n_jobs, verbose):
         n = Xs.shape[0]
+        dense = not sp.issparse(Xs)
         n_search = self.n_search_neighbors
         if n_search is None:
-            n_search = max(k + 10, 30)
+            # a low-dimensional dense embedding is much easier for NN-descent than
+            # sparse TF-IDF: k + 10 candidates already give recall ~0.99 there
+            n_search = k + 10 if dense else max(k + 10, 30)
         # pynndescent cannot return more than n - 1 others; rows that end up
         # short are repaired below.
         n_search = int(min(n_search, n - 1))
@@ -707,6 +772,12 @@ class KNNGraph(BaseEstimator):
         inv_sqrt[nz] = 1.0 / np.sqrt(deg[nz])  # D^{-1/2} of a zero degree is 0
         self._inv_sqrt_degree = inv_sqrt
         self._nonisolated = nz.astype(np.float64)
+        # diagonal scalings of the fused passes of laplacian_matvec (n-vectors)
+        self._sqrt_degree = np.sqrt(deg)
+        inv = np.zeros_like(deg)
+        inv[nz] = 1.0 / deg[nz]
+        self._inv_degree = inv
+        self._unit = np.ones_like(deg)
         if self.normalized:
             self.trace_ = float(np.count_nonzero(nz))
         else:
@@ -714,6 +785,8 @@ class KNNGraph(BaseEstimator):
         self.scale_ = 1.0 / self.trace_ if self.trace_ > 0 else 0.0
 
     def _apply_laplacian(self, Z):
+        """One product L Z by plain scipy/numpy operations (reference implementation;
+        also used for complex input). :meth:`laplacian_matvec` uses fused numba passes."""
         W = self.adjacency_
         if Z.ndim == 1:
             col = lambda v: v  # noqa: E731
@@ -724,20 +797,35 @@ class KNNGraph(BaseEstimator):
             return col(self._nonisolated) * Z - s * (W @ (s * Z))
         return col(self.degree_) * Z - W @ Z
 
-    def laplacian_matvec(self, Z):
-        """Apply L^p to Z by p sparse products (L^p is never formed).
+    def laplacian_matvec(self, Z, out=None, work=None):
+        r"""Apply L^p to Z by p fused sparse passes (L^p is never formed).
+
+        Each power is one parallel numba pass over the CSR arrays of W with every
+        diagonal scaling folded in.  For the normalised Laplacian the passes carry
+        :math:`v_t = D^{-1/2} L^t z`: one light pass over the vectors forms
+        :math:`v_0 = D^{-1/2} z`, the graph passes compute
+        :math:`v_{t+1} = \mathbb 1_{\deg>0} v_t - D^{-1} W v_t` and the last one
+        returns :math:`L^p z = D^{1/2} v_{p-1} - D^{-1/2} W v_{p-1}` — so no scaled
+        copy of W is kept and no pass is spent on the scalings in between.  W, the
+        degree vectors and the sums are float64.
 
         Parameters
         ----------
         Z : ndarray of shape (n_samples,) or (n_samples, m)
-            float32 or float64 (other real types are converted to float64).
+            float32 or float64 (read as is, never copied when C-contiguous); other
+            real types are converted to float64.
+        out : ndarray of the shape of Z, float64, C-contiguous, optional
+            Where to write the result (must not overlap Z or ``work``).
+        work : float64 ndarray, C-contiguous, with at least ``Z.size`` elements, optional
+            Scratch (needed for ``power >= 2`` or the normalised Laplacian).  With
+            ``out`` and ``work`` given, the call allocates nothing (an iterative
+            solver calling it every iteration).
 
         Returns
         -------
-        LZ : ndarray of the shape of Z
-            :math:`L^p Z`.  W and the degree vectors are float64, so the
-            products follow scipy/numpy type promotion: the result is float64
-            for float32 as well as float64 input.
+        LZ : ndarray of the shape of Z, float64
+            :math:`L^p Z` (``out`` if given), float64 for float32 as well as
+            float64 input.
         """
         check_is_fitted(self, "adjacency_")
         if sp.issparse(Z):
@@ -748,9 +836,59 @@ class KNNGraph(BaseEstimator):
         n = self.n_samples_fit_
         if Z.ndim not in (1, 2) or Z.shape[0] != n:
             raise ValueError(f"Z must have shape ({n},) or ({n}, m), got {Z.shape}.")
-        out = Z
-        for _ in range(int(self.power)):
-            out = self._apply_laplacian(out)
+        p = int(self.power)
+        if Z.dtype.kind == "c":  # complex: plain scipy products, no kernel for it
+            res = Z
+            for _ in range(p):
+                res = self._apply_laplacian(res)
+            if out is not None:
+                out[...] = res
+                return out
+            return res
+        if Z.dtype not in (np.float32, np.float64):
+            Z = Z.astype(np.float64)
+        Z2 = np.ascontiguousarray(Z.reshape(n, -1))
+        c = Z2.shape[1]
+        if out is None:
+            out = np.empty(Z.shape)
+        elif (not isinstance(out, np.ndarray) or out.dtype != np.float64
+              or out.shape != Z.shape or not out.flags.c_contiguous):
+            raise ValueError(f"out must be a C-contiguous float64 array of shape {Z.shape}.")
+        elif np.may_share_memory(out, Z2):
+            raise ValueError("out must not overlap Z.")
+        out2 = out.reshape(n, c)
+        tmp = None
+        if p >= 2 or self.normalized:
+            if work is None:
+                tmp = np.empty((n, c))
+            else:
+                if (not isinstance(work, np.ndarray) or work.dtype != np.float64
+                        or not work.flags.c_contiguous or work.size < n * c):
+                    raise ValueError(f"work must be a C-contiguous float64 array with at "
+                                     f"least {n * c} elements.")
+                tmp = work.reshape(-1)[: n * c].reshape(n, c)
+                if np.may_share_memory(tmp, out2) or np.may_share_memory(tmp, Z2):
+                    raise ValueError("work must not overlap Z or out.")
+        from ._sparse_ops import laplacian_pass, scale_rows
+
+        if not hasattr(self, "_unit"):  # unpickled from a version without these vectors
+            self._set_laplacian()
+        W = self.adjacency_
+        x = Z2
+        if self.normalized:
+            # v_0 = D^{-1/2} z, in the buffer the first graph pass does not write
+            x = tmp if (p - 1) % 2 == 0 else out2
+            scale_rows(self._inv_sqrt_degree, Z2, x, work=n * c)
+        for t in range(1, p + 1):
+            dest = out2 if (p - t) % 2 == 0 else tmp
+            if self.normalized:
+                a, b = ((self._sqrt_degree, self._inv_sqrt_degree) if t == p
+                        else (self._nonisolated, self._inv_degree))
+            else:
+                a, b = self.degree_, self._unit
+            laplacian_pass(W.indptr, W.indices, W.data, x, a, b, 1.0, dest,
+                           work=(W.nnz + n) * c)
+            x = dest
         return out
 
     def laplacian_matrix(self, power=None):
@@ -811,7 +949,7 @@ class KNNGraph(BaseEstimator):
             raise ValueError(f"normalized must be True or False, got {new.normalized!r}.")
         _check_power(new.power)
         for name in ("neighbors_", "distances_", "adjacency_", "degree_", "heat_sigma_",
-                     "algorithm_", "recall_", "n_repaired_", "n_samples_fit_",
+                     "algorithm_", "space_", "recall_", "n_repaired_", "n_samples_fit_",
                      "n_features_in_", "build_time_"):
             setattr(new, name, getattr(self, name))
         new._set_laplacian()
@@ -842,6 +980,7 @@ class KNNGraph(BaseEstimator):
         meta = {
             "heat_sigma_": self.heat_sigma_,
             "algorithm_": self.algorithm_,
+            "space_": self.space_,
             "recall_": self.recall_,
             "n_repaired_": self.n_repaired_,
             "n_samples_fit_": int(self.n_samples_fit_),
@@ -919,6 +1058,7 @@ class KNNGraph(BaseEstimator):
         for key in ("heat_sigma_", "algorithm_", "recall_", "n_repaired_", "n_samples_fit_",
                     "n_features_in_", "build_time_"):
             setattr(graph, key, meta[key])
+        graph.space_ = meta.get("space_", params.get("space"))  # files from 0.1.0 lack it
         graph._set_laplacian()
         return graph
 

@@ -16,11 +16,30 @@ is
 over Xᵀ — O(n (d̄ + p k)) per product, for all columns at once. With a per-column
 ``mask`` the loss rows may differ by column (one finite Newton active set per class)
 while the columns still share every pass.
+
+Implementation (issue 7): for a CSR ``X`` (float32 or float64 values, int32 or int64
+indices) every pass is a parallel numba kernel of :mod:`linlap._sparse_ops` writing
+into buffers the operator allocates once — ``X W + b`` parallel over rows, ``Xᵀ U``
+by per-thread accumulation over row blocks (no transpose copy of X), the graph
+passes through ``laplacian_matvec(F, out=, work=)`` when the callable accepts them
+(:meth:`linlap.KNNGraph.laplacian_matvec` does) — so ``matvec(Z, out=...)``
+allocates no array. Precision: X is read in its own dtype (float32 X is never
+upcast); every sum, the decision values, the graph vectors and the result are
+float64 (the CG iterates stay accurate; only the storage of X is halved).
+Dense or non-CSR sparse X use plain numpy/scipy products (small problems).
 """
 
+import inspect
+
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["NormalOperator", "augmented_rows_T"]
+
+#: Bytes the per-thread (d, c) buffers of ``Xᵀ U`` may take together before fewer
+#: row blocks than threads are used.
+BLOCK_MEMORY = 2**28
+_EMPTY = np.empty(0)
 
 
 def augmented_rows_T(X, U, fit_intercept):
@@ -32,17 +51,36 @@ def augmented_rows_T(X, U, fit_intercept):
     return np.vstack([XtU, U.sum(axis=0, keepdims=True)])
 
 
+def accepts_keyword(func, name):
+    """Whether ``func`` takes a keyword argument called ``name`` (explicitly)."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    p = params.get(name)
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+
+
+def _is_fast_csr(X):
+    return (sp.issparse(X) and X.format == "csr" and X.dtype in (np.float32, np.float64)
+            and X.indices.dtype == X.indptr.dtype)
+
+
 class NormalOperator:
     """``A`` of the l-scaled normal equations of manifold-regularised least squares.
 
     Parameters
     ----------
     X : sparse matrix (CSR) or ndarray of shape (n, d)
-        All training rows (labeled and unlabeled).
+        All training rows (labeled and unlabeled). A float32 CSR matrix is used
+        as is (see the module docstring for what is kept in which precision).
     rows : ndarray of int
         Rows that carry the squared loss (labeled rows, or the active set).
-    laplacian_matvec : callable
-        ``laplacian_matvec(F)`` returns ``L^p F`` for F of shape (n, k).
+    laplacian_matvec : callable or None
+        ``laplacian_matvec(F)`` returns ``L^p F`` for F of shape (n, k); if it
+        accepts ``out=`` (and ``work=``, a float64 scratch of ``F.size``
+        elements) it is called with the operator's preallocated buffers. May be
+        None when ``beta == 0``.
     alpha : float
         ``γ_A · l``, the weight of ``‖w‖²`` (the bias is not penalised).
     beta : float
@@ -55,33 +93,158 @@ class NormalOperator:
         (one finite Newton active set per class) thus share every pass over X and
         the graph; ``matvec(Z, columns)`` says which mask column each column of Z
         uses.
+    n_blocks : int, optional
+        Row blocks of the ``Xᵀ U`` kernel (each has its own (d, c) buffer); default
+        the number of numba threads, reduced so the buffers stay within
+        ``BLOCK_MEMORY`` bytes.
+
+    Attributes
+    ----------
+    n_matvec : int
+        Products computed so far.
     """
 
     def __init__(self, X, rows, laplacian_matvec, *, alpha, beta, fit_intercept=True,
-                 mask=None):
+                 mask=None, n_blocks=None):
+        if not (sp.issparse(X) or isinstance(X, np.ndarray)) or X.ndim != 2:
+            raise ValueError("X must be a 2-D ndarray or scipy sparse matrix.")
         self.X = X
         self.rows = np.asarray(rows, dtype=np.intp)
         self.laplacian_matvec = laplacian_matvec
         self.alpha = float(alpha)
         self.beta = float(beta)
+        if self.beta != 0 and not callable(laplacian_matvec):
+            raise ValueError("laplacian_matvec must be a callable F -> L^p F when beta != 0.")
         self.fit_intercept = bool(fit_intercept)
         self.mask = None
         if mask is not None:
-            self.mask = np.asarray(mask, dtype=np.float64)
+            self.mask = np.ascontiguousarray(mask, dtype=np.float64)
             if self.mask.ndim != 2 or self.mask.shape[0] != self.rows.size:
                 raise ValueError(f"mask must have shape (len(rows), k) = ({self.rows.size}, k), "
                                  f"got {self.mask.shape}.")
         self.n_features = X.shape[1]
         self.shape = (self.n_features + self.fit_intercept,) * 2
         self.n_matvec = 0
+        self.n_blocks = n_blocks
+        self._fast = _is_fast_csr(X)
+        self._lap_out = callable(laplacian_matvec) and accepts_keyword(laplacian_matvec, "out")
+        self._lap_work = self._lap_out and accepts_keyword(laplacian_matvec, "work")
+        self._ws = None
+        self._cols = 0
 
-    def decision(self, Z):
-        """``f = X w + b`` for every training row, for each column of Z."""
+    # -- buffers ----------------------------------------------------------------------
+    def _workspace(self, c):
+        """Views of shape (n, c) etc. into flat buffers allocated for the widest block."""
+        if self._ws is None or c > self._cols:
+            n, d = self.X.shape
+            ws = {"F": np.empty(n * c), "U": np.empty(n * c), "work": np.empty(n * c),
+                  "arange": np.arange(c, dtype=np.intp)}
+            if self._fast:
+                from numba import get_num_threads
+
+                from ._sparse_ops import row_blocks
+                nb = self.n_blocks if self.n_blocks is not None else get_num_threads()
+                nb = max(1, min(int(nb), BLOCK_MEMORY // max(1, d * c * 8)))
+                ws["bounds"] = row_blocks(self.X.indptr, nb)
+                nb = ws["bounds"].size - 1
+                ws["buf"] = np.empty(nb * d * c)
+                ws["colsum"] = np.empty(nb * c)
+            self._ws, self._cols = ws, c
+        return self._ws
+
+    def _view(self, name, *shape):
+        return self._ws[name][: int(np.prod(shape))].reshape(shape)
+
+    # -- the passes -------------------------------------------------------------------
+    def _forward(self, Z, F):
+        """``F = X Z[:d] (+ Z[d])`` into F (n, c)."""
         d = self.n_features
-        F = np.asarray(self.X @ Z[:d])
+        X = self.X
+        if self._fast:
+            from ._sparse_ops import csr_matmat
+            bias = Z[d] if self.fit_intercept else _EMPTY
+            csr_matmat(X.indptr, X.indices, X.data, Z[:d], bias, self.fit_intercept, F,
+                       work=X.nnz * F.shape[1])
+            return F
+        if isinstance(X, np.ndarray) and X.dtype == np.float64:
+            np.matmul(X, Z[:d], out=F)
+        else:
+            F[...] = X @ Z[:d]
         if self.fit_intercept:
-            F = F + Z[d]
+            F += Z[d]
         return F
+
+    def _apply(self, F, Z, columns, out):
+        """``out = A Z`` given ``F = X̃ Z``; F is only read."""
+        n, c = F.shape
+        d = self.n_features
+        ws = self._workspace(c)
+        U = self._view("U", n, c)
+        coef = self.beta
+        if coef != 0:
+            if self._lap_work:
+                self.laplacian_matvec(F, out=U, work=self._ws["work"])
+            elif self._lap_out:
+                self.laplacian_matvec(F, out=U)
+            else:
+                U[...] = self.laplacian_matvec(F)
+            if abs(coef) < 1e-150:  # 1/β below would overflow: scale U instead
+                U *= coef
+                coef = 1.0
+        else:
+            U.fill(0.0)
+            coef = 1.0
+        # U + F_R/β, then β Xᵀ(·): the β of the graph term rides on the Xᵀ reduction
+        from ._sparse_ops import add_loss_rows
+        if self.mask is None:
+            add_loss_rows(U, F, self.rows, 1.0 / coef, _EMPTY.reshape(0, 0),
+                          ws["arange"][:0], False)
+        else:
+            if columns is None:
+                if c != self.mask.shape[1]:
+                    raise ValueError(f"A block of {c} columns needs `columns` to pick from a "
+                                     f"mask of {self.mask.shape[1]} columns.")
+                columns = ws["arange"][:c]
+            columns = np.asarray(columns, dtype=np.intp)
+            if columns.shape != (c,):
+                raise ValueError(f"columns must name one mask column per column ({c}).")
+            add_loss_rows(U, F, self.rows, 1.0 / coef, self.mask, columns, True)
+        X = self.X
+        if self._fast:
+            from ._sparse_ops import csr_rmatmat_blocks, reduce_blocks
+            nb = ws["bounds"].size - 1
+            buf = self._view("buf", nb, d, c)
+            colsum = self._view("colsum", nb, c)
+            csr_rmatmat_blocks(X.indptr, X.indices, X.data, U, ws["bounds"], buf, colsum,
+                               work=X.nnz * c)
+            reduce_blocks(buf, nb, colsum, coef, self.alpha, Z, self.fit_intercept, out,
+                          work=nb * d * c)
+            return out
+        if isinstance(X, np.ndarray) and X.dtype == np.float64:
+            np.matmul(X.T, U, out=out[:d])
+        else:
+            out[:d] = X.T @ U
+        out[:d] *= coef
+        out[:d] += self.alpha * Z[:d]
+        if self.fit_intercept:
+            out[d] = coef * U.sum(axis=0)
+        return out
+
+    def _check_block(self, Z, what="Z"):
+        Z = np.asarray(Z)
+        if Z.ndim not in (1, 2) or Z.shape[0] != self.shape[0]:
+            raise ValueError(f"{what} must have shape ({self.shape[0]},) or "
+                             f"({self.shape[0]}, k), got {Z.shape}.")
+        return Z
+
+    # -- public -----------------------------------------------------------------------
+    def decision(self, Z):
+        """``f = X w + b`` for every training row, for each column of Z (a new array)."""
+        Z = self._check_block(Z)
+        vector = Z.ndim == 1
+        Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
+        F = self._forward(Z2, np.empty((self.X.shape[0], Z2.shape[1])))
+        return F[:, 0] if vector else F
 
     def loss_weights(self, n_columns, columns=None):
         """0/1 weights of the loss rows for a block of columns (None: all rows count).
@@ -100,21 +263,40 @@ class NormalOperator:
 
     def apply_to_decision(self, F, Z, columns=None):
         """``A z`` given ``F = X̃ z`` already computed (saves the forward pass)."""
-        U = self.laplacian_matvec(F) * self.beta if self.beta != 0 else np.zeros_like(F)
-        w = self.loss_weights(F.shape[1], columns)
-        U[self.rows] += F[self.rows] if w is None else F[self.rows] * w
-        out = augmented_rows_T(self.X, U, self.fit_intercept)
-        out[: self.n_features] += self.alpha * Z[: self.n_features]
-        return out
-
-    def matvec(self, Z, columns=None):
-        """``A Z`` for a block Z of shape (d [+1], k) or a vector (``columns``: mask columns)."""
+        Z = self._check_block(Z)
         vector = Z.ndim == 1
-        if vector:
-            Z = Z[:, None]
-        self.n_matvec += 1
-        out = self.apply_to_decision(self.decision(Z), Z, columns)
+        Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
+        F2 = np.ascontiguousarray(np.asarray(F).reshape(self.X.shape[0], -1), dtype=np.float64)
+        out = self._apply(F2, Z2, columns, np.empty(Z2.shape))
         return out[:, 0] if vector else out
+
+    def matvec(self, Z, columns=None, out=None):
+        """``A Z`` for a block Z of shape (d [+1], k) or a vector (``columns``: mask columns).
+
+        With ``out`` (float64, C-contiguous, the shape of Z) the result is written
+        there and, for a CSR X and a ``laplacian_matvec`` taking ``out``/``work``,
+        nothing is allocated once the first call has sized the buffers.
+        """
+        Z = self._check_block(Z)
+        vector = Z.ndim == 1
+        Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
+        c = Z2.shape[1]
+        if out is None:
+            res = np.empty(Z2.shape)
+        else:
+            if (not isinstance(out, np.ndarray) or out.dtype != np.float64
+                    or out.shape != Z.shape or not out.flags.c_contiguous):
+                raise ValueError(f"out must be a C-contiguous float64 array of shape {Z.shape}.")
+            res = out.reshape(Z2.shape)
+            if np.may_share_memory(res, Z2):
+                raise ValueError("out must not overlap Z.")
+        self.n_matvec += 1
+        self._workspace(c)
+        F = self._forward(Z2, self._view("F", self.X.shape[0], c))
+        self._apply(F, Z2, columns, res)
+        if out is not None:
+            return out
+        return res[:, 0] if vector else res
 
     __call__ = matvec
 

@@ -362,3 +362,15 @@ def test_fit_refuses_before_solving_when_memory_is_short(monkeypatch):
     monkeypatch.setattr(memory, "available_bytes", lambda: 1000)
     with pytest.raises(MemoryError, match="LapRLSClassifier on 60 rows"):
         LapRLSClassifier(graph=graph).fit(X, y)
+
+
+@pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
+def test_float32_csr_is_used_as_is_and_agrees_with_float64(Est):
+    X, y = blobs(seed=5)
+    X = sp.csr_matrix(X)
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    y_semi = semi(y, 10)
+    a = Est(graph=graph, tol=1e-8).fit(X, y_semi)
+    b = Est(graph=graph, tol=1e-8).fit(X.astype(np.float32), y_semi)
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(b.transduction_, a.transduction_)

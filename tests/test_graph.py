@@ -440,10 +440,30 @@ def test_nndescent_auto_and_svd_paths(X_small, monkeypatch):
                  random_state=0, recall_sample=0).fit(X_small)
     assert g.algorithm_ == "nndescent" and g.recall_ is None and g.n_repaired_ == 1
     assert calls["args"]["dtype"] == np.float32 and not calls["args"]["sparse"]
-    assert calls["args"]["n_neighbors"] == 30  # max(3k, 30)
+    assert calls["args"]["n_neighbors"] == 14  # k + 10 on a dense embedding
+    assert g.space_ == "svd"
     g_ex = KNNGraph(weight="binary", power=1, n_neighbors=4, algorithm="exact", space="svd", n_components=10,
                     random_state=0).fit(X_small)
     np.testing.assert_array_equal(g.neighbors_, g_ex.neighbors_)
+
+
+def test_space_auto_follows_size_and_svd_sample(X_small, monkeypatch):
+    fake, calls = _fake_nndescent(lambda ind, dist: None)
+    monkeypatch.setattr(graph_mod, "_nndescent_search", fake)
+    n = X_small.shape[0]
+    small = KNNGraph(n_neighbors=4, power=1, exact_max_samples=n).fit(X_small)
+    assert (small.space_, small.algorithm_) == ("tfidf", "exact")
+    large = KNNGraph(n_neighbors=4, power=1, exact_max_samples=n - 1, n_components=10,
+                     random_state=0, recall_sample=0).fit(X_small)
+    assert (large.space_, large.algorithm_) == ("svd", "nndescent")
+    assert not calls["args"]["sparse"] and calls["args"]["n_neighbors"] == 14
+    # an SVD fitted on a row sample still gives a valid embedding of every row
+    sampled = KNNGraph(n_neighbors=4, power=1, space="svd", n_components=10, svd_sample=20,
+                       algorithm="exact", random_state=0).fit(X_small)
+    assert sampled.space_ == "svd" and np.all(np.isfinite(sampled.distances_))
+    assert np.all(sampled.distances_ <= 2.0 + 1e-12)
+    with pytest.raises(ValueError, match="svd_sample"):
+        KNNGraph(svd_sample=0).fit(X_small)
 
 
 # ----------------------------------------------------------------------------
@@ -553,3 +573,13 @@ def test_verbose_reports_steps(X_small, capsys):
     KNNGraph(weight="binary", power=1, n_neighbors=3, verbose=True).fit(X_small)
     out = capsys.readouterr().err
     assert "exact 3-NN search" in out and "trace(L)" in out
+
+
+def test_refuses_before_building_when_memory_is_short(X_small, monkeypatch):
+    import linlap._memory as memory
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1000)
+    with pytest.raises(MemoryError, match="needs about .* GiB but only"):
+        KNNGraph(n_neighbors=4).fit(X_small)
+    monkeypatch.setattr(memory, "available_bytes", lambda: None)  # unknown: no check
+    KNNGraph(n_neighbors=4, power=1).fit(X_small)

@@ -6,12 +6,20 @@ matvec — passes over X and over the graph — is done once per iteration for a
 columns. Each column keeps its own CG scalars (this is "batched" CG, not the
 block-Krylov variant), so each column follows exactly the iterates plain CG would
 produce on its own, and converged columns are frozen.
+
+Memory traffic (issue 7): the iterates of the running columns live in four
+preallocated (m, c) blocks (x, r, p, Ap), compacted only when a column freezes;
+the updates ``x += α p, r −= α Ap, ‖r‖²`` and ``p = r + β p`` are fused numba
+passes, and an operator whose ``matvec`` takes ``out=`` writes ``A p`` in place —
+so an iteration allocates no array (a preconditioner, if given, may).
 """
 
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+
+from ..operators import accepts_keyword
 
 __all__ = ["batched_cg", "CGInfo"]
 
@@ -64,7 +72,10 @@ def batched_cg(
     ----------
     matvec : callable
         ``matvec(P)`` returns ``A @ P`` for a block ``P`` of shape (m, k), for any
-        number of columns k. ``A`` must be symmetric positive definite.
+        number of columns k. ``A`` must be symmetric positive definite. If it
+        accepts an ``out`` keyword (as :meth:`linlap.operators.NormalOperator.matvec`
+        does) it is called as ``matvec(P, out=AP)`` with a preallocated C-contiguous
+        float64 block and must write ``A @ P`` there.
     B : ndarray of shape (m,) or (m, n_columns)
         Right-hand sides.
     X0 : ndarray of the same shape as B, optional
@@ -92,6 +103,8 @@ def batched_cg(
     X : ndarray, same shape as B
     info : CGInfo
     """
+    from .._sparse_ops import cg_direction, cg_update, column_dots
+
     B = np.asarray(B, dtype=np.float64)
     vector = B.ndim == 1
     if vector:
@@ -105,14 +118,23 @@ def batched_cg(
     X[:, zero_rhs] = 0.0
     b_norm[zero_rhs] = 1.0
 
-    if column_matvec:
-        apply = matvec
+    with_out = accepts_keyword(matvec, "out")
+
+    def apply(P, columns, out):
+        if with_out:
+            if column_matvec:
+                matvec(P, columns, out=out)
+            else:
+                matvec(P, out=out)
+        else:
+            out[...] = matvec(P, columns) if column_matvec else matvec(P)
+        return out
+
+    if X0 is not None:
+        R = B - apply(X, np.arange(k), np.empty((m, k)))
     else:
-        def apply(P, columns):
-            return matvec(P)
-    R = B - apply(X, np.arange(k)) if X0 is not None else B.copy()
+        R = B.copy()
     Zp = precond(R) if precond is not None else R
-    P = Zp.copy()
     rz = np.einsum("ij,ij->j", R, Zp)
     rel = np.linalg.norm(R, axis=0) / b_norm
     rel[zero_rhs] = 0.0
@@ -120,34 +142,70 @@ def batched_cg(
     history = []
     n_iter = 0
 
-    while n_iter < max_iter and active.any():
-        cols = np.flatnonzero(active)
-        Pa = P[:, cols]
-        APa = apply(Pa, cols)
-        pAp = np.einsum("ij,ij->j", Pa, APa)
+    # Running columns, compacted into C-contiguous (m, na) views of flat buffers.
+    cols = np.flatnonzero(active)
+    na = cols.size
+    flat = {key: np.empty(m * max(na, 1)) for key in ("X", "R", "P", "AP")}
+
+    def block(key, width):
+        return flat[key][: m * width].reshape(m, width)
+
+    Xa, Ra, Pa, APa = (block(key, na) for key in ("X", "R", "P", "AP"))
+    Xa[...] = X[:, cols]
+    Ra[...] = R[:, cols]
+    Pa[...] = Zp[:, cols]
+    pAp, rr = np.empty(k), np.empty(k)
+
+    def freeze(keep):
+        """Write the running columns back and keep only ``keep`` (bool over cols)."""
+        nonlocal cols, Xa, Ra, Pa, APa
+        X[:, cols] = Xa
+        R[:, cols] = Ra
+        kept = [arr[:, keep].copy() for arr in (Xa, Ra, Pa)]
+        cols = cols[keep]
+        Xa, Ra, Pa = (block(key, cols.size) for key in ("X", "R", "P"))
+        APa = block("AP", cols.size)
+        for dst, src in zip((Xa, Ra, Pa), kept):
+            dst[...] = src
+
+    while n_iter < max_iter and cols.size:
+        na = cols.size
+        apply(Pa, cols, APa)
+        column_dots(Pa, APa, pAp[:na])
         # pAp <= 0 can only come from round-off (A is SPD): stop those columns.
-        ok = pAp > 0
+        ok = pAp[:na] > 0
         if not ok.all():
             active[cols[~ok]] = False
-            cols, Pa, APa, pAp = cols[ok], Pa[:, ok], APa[:, ok], pAp[ok]
+            APa_ok = APa[:, ok].copy()
+            pAp[: ok.sum()] = pAp[:na][ok]
+            freeze(ok)
             if cols.size == 0:
                 break
-        alpha = rz[cols] / pAp
-        X[:, cols] += Pa * alpha
-        Ra = R[:, cols] - APa * alpha
-        R[:, cols] = Ra
-        Za = precond(Ra) if precond is not None else Ra
-        rz_new = np.einsum("ij,ij->j", Ra, Za)
+            na = cols.size
+            APa[...] = APa_ok
+        alpha = rz[cols] / pAp[:na]
+        cg_update(Xa, Ra, Pa, APa, alpha, rr[:na])
+        if precond is not None:
+            Za = np.ascontiguousarray(precond(Ra), dtype=np.float64)
+            rz_new = np.einsum("ij,ij->j", Ra, Za)
+        else:
+            Za, rz_new = Ra, rr[:na].copy()
         beta = rz_new / rz[cols]
         rz[cols] = rz_new
-        P[:, cols] = Za + Pa * beta
-        rel[cols] = np.linalg.norm(Ra, axis=0) / b_norm[cols]
+        cg_direction(Pa, Za, beta)
+        rel[cols] = np.sqrt(rr[:na]) / b_norm[cols]
         n_iter += 1
         active[cols] = rel[cols] > tol
         worst = float(rel[cols].max())
         history.append(worst)
         if callback is not None:
             callback(n_iter, worst)
+        still = active[cols]
+        if not still.all():
+            freeze(still)
+    if cols.size:
+        X[:, cols] = Xa
+        R[:, cols] = Ra
 
     converged = rel <= tol
     if warn and not converged.all():

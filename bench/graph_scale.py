@@ -1,0 +1,108 @@
+"""Which kNN strategy for large n? Build time, peak memory, recall@k and LapRLS test error.
+
+On the synthetic corpus (``linlap.datasets.make_text_corpus``; n training rows + 10,000 test
+rows, 1,000 labels), each strategy runs in its own subprocess (separate peak RSS):
+
+* ``tfidf-nnd``: pynndescent on the sparse TF-IDF rows (cosine);
+* ``svd-nnd``: pynndescent on a 50-dimensional TruncatedSVD embedding (the default above
+  ``exact_max_samples``);
+* ``exact``: blocked exact search on TF-IDF — timed on a block of rows and extrapolated
+  (it costs n² row pairs), so no graph and no error for it.
+
+Recall@k is measured against exact search *in the space searched* on 200 sampled rows.
+
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=2 PYTHONPATH=. \\
+        python bench/graph_scale.py --n 100000 [--k 10]
+"""
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+
+
+def run(strategy, n, k, seed):
+    from sklearn.svm import LinearSVC
+
+    from linlap import KNNGraph, LapRLSClassifier
+    from linlap.datasets import make_text_corpus
+    from linlap.graph import _exact_knn, _prepare_input
+
+    warnings.simplefilter("ignore")
+    X_all, y_all = make_text_corpus(n + 10_000, random_state=seed)
+    X, y_true, X_test, y_test = X_all[:n], y_all[:n], X_all[n:], y_all[n:]
+    del X_all
+    out = {"strategy": strategy, "n": n, "k": k}
+    if strategy == "exact":
+        Xn = _prepare_input(X)
+        XT = Xn.T.tocsr()
+        rows = np.arange(2000)
+        t = time.perf_counter()
+        _exact_knn(Xn, k, rows, XT=XT, n_jobs=2)
+        out["graph_s"] = (time.perf_counter() - t) * n / rows.size
+        out["extrapolated"] = True
+        out["peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+        return out
+    space = "tfidf" if strategy == "tfidf-nnd" else "svd"
+    # compile pynndescent's kernels first so the timing is the search, not the JIT
+    KNNGraph(n_neighbors=k, algorithm="nndescent", space=space, n_components=20,
+             recall_sample=0, random_state=seed).fit(X[:3000])
+    t = time.perf_counter()
+    g = KNNGraph(n_neighbors=k, algorithm="nndescent", space=space, random_state=seed,
+                 n_jobs=2).fit(X)
+    out["graph_s"] = time.perf_counter() - t
+    out["steps"] = {key: round(v, 1) for key, v in g.build_time_.items()}
+    out["recall"] = g.recall_
+    out["peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    lab = np.random.RandomState(seed).choice(n, 1000, replace=False)
+    y = np.full(n, -1)
+    y[lab] = y_true[lab]
+    out["homophily"] = float(np.mean(y_true[g.neighbors_] == y_true[:, None]))
+    out["linearsvc_err"] = 100 * np.mean(
+        LinearSVC(random_state=0).fit(X[lab], y_true[lab]).predict(X_test) != y_test)
+    out["laprls_err"] = 100 * np.mean(
+        LapRLSClassifier(graph=g).fit(X, y).predict(X_test) != y_test)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--strategies", default="exact,svd-nnd,tfidf-nnd")
+    ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        strategy, n = args.one.split(":")
+        print("RESULT " + json.dumps(run(strategy, int(n), args.k, args.seed)), flush=True)
+        return
+    print("| n | strategy | build s | peak GB | recall@k (own space) | homophily@k "
+          "| err LinearSVC | err LapRLS |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in args.n:
+        for strategy in args.strategies.split(","):
+            proc = subprocess.run([sys.executable, __file__, "--one", f"{strategy}:{n}",
+                                   "--k", str(args.k), "--seed", str(args.seed)],
+                                  stdout=subprocess.PIPE, text=True)
+            line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+            if proc.returncode or not line:
+                print(f"| {n:,} | {strategy} | failed (exit {proc.returncode}) |")
+                continue
+            r = json.loads(line[0][7:])
+            if r.get("extrapolated"):
+                print(f"| {n:,} | exact (k={r['k']}) | {r['graph_s']:.0f} (extrapolated from "
+                      f"2,000 rows) | {r['peak_gb']:.1f} | 1 | | | |", flush=True)
+            else:
+                print(f"| {n:,} | {strategy} (k={r['k']}) | {r['graph_s']:.0f} "
+                      f"| {r['peak_gb']:.1f} | {r['recall']:.3f} | {r['homophily']:.3f} "
+                      f"| {r['linearsvc_err']:.1f} | {r['laprls_err']:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

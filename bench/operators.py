@@ -1,0 +1,307 @@
+"""One CG iteration of linear LapRLS against the machine's streaming bandwidth (issue 7).
+
+    NUMBA_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python bench/operators.py \
+        [--n 1000000] [--d 100000] [--nnz 80] [--degree 75] [--power 5] [--columns 1,20] \
+        [--threads 1,2] [--window W] [--dtypes float64,float32] [--probe]
+
+(``--n 100000 --d 20000`` runs in about a minute.)
+
+Builds, once, a synthetic problem of the issue's size: X (n × d CSR, ``--nnz`` nonzeros
+per row, columns drawn from a Zipf-like law P(rank r) ∝ 1/r, sorted per row, rows
+L2-normalised), stored in float64 and in float32; and a random symmetric graph W with
+about ``--degree`` entries per row (a union k = 50 kNN graph has ≈ 1.5k; no kNN search is
+needed to time the operator; neighbours uniform over all nodes, or within ±W of the node
+with ``--window W``), loaded into a KNNGraph (normalised Laplacian, power p).
+Then, in the same run:
+
+(a) streaming bandwidth: a large ``a += b`` (256 MiB arrays), once by numpy (one
+    thread) and once by a numba prange loop (all numba threads); bytes moved = 3 × the
+    array size per pass (read a, read b, write a; the write-allocate read is not
+    counted — the usual STREAM convention). The larger is the reference.
+(b) one CG iteration of linlap: ``batched_cg`` on ``NormalOperator`` (numba kernels,
+    ``laplacian_matvec(out=, work=)``), c = 1 and c = 20 right-hand sides, time per
+    iteration over a few iterations after a warm-up; also the three passes alone.
+(c) the same iteration done with plain scipy/numpy: ``X @ P``, p × the scipy
+    Laplacian product (``KNNGraph._apply_laplacian``), ``X.T @ U``, and the textbook
+    batched CG vector updates.
+
+"Bytes an iteration must stream" (the same numerator for (b) and (c)):
+2 × X (data + indices + indptr) + p × W (data + indices + indptr) + the dense vectors
+8c·[(2 + 2p) n + 14 m]: F written, p passes each reading and writing an n × c block, U
+read by Xᵀ, and ~14 (m × c) blocks (m = d + 1) for the Xᵀ reduction and the CG
+updates. The random gathers (rows of the n × c block at the graph neighbours, rows of
+the d × c block at the columns of X) are not counted: they are what makes c = 20 slower
+than its byte count says.
+"""
+
+import argparse
+import gc
+import os
+import time
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+from numba import get_num_threads, njit, prange, set_num_threads, uintp  # noqa: E402
+
+from linlap import KNNGraph  # noqa: E402
+from linlap.operators import NormalOperator  # noqa: E402
+from linlap.solvers import batched_cg  # noqa: E402
+
+GB = 1e9
+
+
+@njit(parallel=True, cache=True)
+def _stream_add(a, b):
+    for i in prange(a.shape[0]):
+        a[i] += b[i]
+
+
+def stream_bandwidth(mib=256, repeat=5):
+    n = mib * 2**20 // 8
+    a, b = np.ones(n), np.ones(n)
+    _stream_add(a, b)
+    res = {}
+    for name, fn in (("numpy a += b (1 thread)", lambda: np.add(a, b, out=a)),
+                     (f"numba prange a += b ({get_num_threads()} threads)",
+                      lambda: _stream_add(a, b))):
+        best = np.inf
+        for _ in range(repeat):
+            t = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t)
+        res[name] = 3 * a.nbytes / best / GB
+    return res
+
+
+@njit(parallel=True, cache=True)
+def _pass_stream(indptr, indices, data, x, out):
+    """A graph pass's loop without the gather (reads W only)."""
+    for i in prange(indptr.shape[0] - 1):
+        acc = 0.0
+        for jj in range(uintp(indptr[i]), uintp(indptr[i + 1])):
+            acc += data[jj] * indices[jj]
+        out[i] = acc
+
+
+@njit(parallel=True, cache=True)
+def _pass_gather(indptr, indices, data, x, out):
+    """The same loop gathering x at the neighbours (what a graph pass does at c = 1)."""
+    for i in prange(indptr.shape[0] - 1):
+        acc = 0.0
+        for jj in range(uintp(indptr[i]), uintp(indptr[i + 1])):
+            acc += data[jj] * x[uintp(indices[jj])]
+        out[i] = acc
+
+
+def gather_probe(W, rng, repeat=3):
+    """Seconds of one pass over W without and with the gather of x (float64, float32)."""
+    n = W.shape[0]
+    x = rng.standard_normal(n)
+    out = np.empty(n)
+    res = {}
+    for name, fn, arg in (("W only", _pass_stream, x), ("gather x float64", _pass_gather, x),
+                          ("gather x float32", _pass_gather, x.astype(np.float32))):
+        fn(W.indptr, W.indices, W.data, arg, out)
+        res[name] = timed(lambda: fn(W.indptr, W.indices, W.data, arg, out), repeat)
+    return res
+
+
+def make_X(n, d, nnz, rng):
+    """CSR float64 X: ``nnz`` Zipf-like columns per row, sorted, rows L2-normalised."""
+    u = rng.random((n, nnz))
+    ranks = np.minimum((np.exp(u * np.log(d + 1.0)) - 1.0).astype(np.int64), d - 1)
+    del u
+    perm = rng.permutation(d).astype(np.int32)  # popular terms spread over the columns
+    cols = perm[ranks]
+    del ranks
+    cols.sort(axis=1)
+    data = rng.random((n, nnz)) + 0.05
+    data /= np.sqrt((data * data).sum(axis=1, keepdims=True))
+    indptr = np.arange(0, n * nnz + 1, nnz, dtype=np.int64)
+    if indptr[-1] < 2**31:
+        indptr = indptr.astype(np.int32)
+    X = sp.csr_matrix((data.ravel(), cols.ravel(), indptr), shape=(n, d))
+    return X  # duplicate columns within a row are kept (products sum them)
+
+
+def make_graph(n, degree, power, rng, window=None):
+    """KNNGraph over a random symmetric W with ≈ ``degree`` entries per row.
+
+    ``window=None``: neighbours uniform over all n nodes (no locality at all: every
+    gather of a neighbour's row is a cache miss once n × c × 8 bytes exceed the
+    cache). ``window=w``: neighbours uniform within ±w of the node (a graph whose
+    nodes were ordered for locality, e.g. by cluster).
+    """
+    h = max(1, degree // 2)
+    rows = np.repeat(np.arange(n, dtype=np.int32), h)
+    if window is None:
+        cols = rng.integers(0, n, size=n * h, dtype=np.int32)
+    else:
+        cols = (rows + rng.integers(-window, window + 1, size=n * h)) % n
+        cols = cols.astype(np.int32)
+    keep = rows != cols
+    rows, cols = rows[keep], cols[keep]
+    w = rng.random(rows.size) * 0.9 + 0.1
+    W = sp.coo_matrix((np.concatenate([w, w]), (np.concatenate([rows, cols]),
+                                                np.concatenate([cols, rows]))), shape=(n, n))
+    del rows, cols, w, keep
+    W = W.tocsr()  # sums the (rare) repeated pairs, symmetrically
+    W.sort_indices()
+    g = KNNGraph(n_neighbors=50, normalized=True, power=power)
+    # what fit() sets after its search (no kNN search is needed to time the operator)
+    g.adjacency_ = W
+    g.degree_ = np.asarray(W.sum(axis=1)).ravel()
+    g.n_samples_fit_ = n
+    g._set_laplacian()
+    return g
+
+
+def csr_bytes(M):
+    return M.data.nbytes + M.indices.nbytes + M.indptr.nbytes
+
+
+def scipy_matvec(X, g, rows, alpha, beta, P):
+    d = X.shape[1]
+    F = X @ P[:d] + P[d]
+    U = F
+    for _ in range(g.power):
+        U = g._apply_laplacian(U)
+    U = beta * U
+    U[rows] += F[rows]
+    return np.vstack([X.T @ U + alpha * P[:d], U.sum(axis=0, keepdims=True)])
+
+
+def scipy_cg(matvec, B, n_iter):
+    """The textbook batched CG (per-column scalars) with numpy temporaries."""
+    X = np.zeros_like(B)
+    R = B.copy()
+    P = R.copy()
+    rr = np.einsum("ij,ij->j", R, R)
+    for _ in range(n_iter):
+        AP = matvec(P)
+        alpha = rr / np.einsum("ij,ij->j", P, AP)
+        X += P * alpha
+        R -= AP * alpha
+        rr_new = np.einsum("ij,ij->j", R, R)
+        P = R + P * (rr_new / rr)
+        rr = rr_new
+    return X
+
+
+def timed(fn, repeat):
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--d", type=int, default=100_000)
+    ap.add_argument("--nnz", type=int, default=80, help="nonzeros per row of X")
+    ap.add_argument("--degree", type=int, default=75, help="entries per row of W (about)")
+    ap.add_argument("--power", type=int, default=5)
+    ap.add_argument("--columns", default="1,20")
+    ap.add_argument("--labeled", type=int, default=1000)
+    ap.add_argument("--iters", type=int, default=2, help="timed CG iterations")
+    ap.add_argument("--scipy-iters", type=int, default=2)
+    ap.add_argument("--dtypes", default="float64,float32")
+    ap.add_argument("--threads", default=None,
+                    help="numba thread counts to time, e.g. 1,2 (default: all numba threads)")
+    ap.add_argument("--window", type=int, default=None,
+                    help="draw graph neighbours within ±window of each node (locality); "
+                         "default: uniform over all nodes")
+    ap.add_argument("--probe", action="store_true",
+                    help="only time one graph pass without / with the gather (c = 1) and exit")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    rng = np.random.default_rng(args.seed)
+    columns = [int(c) for c in args.columns.split(",")]
+
+    threads = ([int(t) for t in args.threads.split(",")] if args.threads
+               else [get_num_threads()])
+    print(f"numba threads available: {get_num_threads()}; load average before: "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    bw = {}
+    for nt in threads:
+        set_num_threads(nt)
+        bw.update(stream_bandwidth())
+    for name, v in bw.items():
+        print(f"streaming bandwidth, {name}: {v:.2f} GB/s")
+    ref_bw = max(bw.values())
+
+    t = time.perf_counter()
+    X64 = make_X(args.n, args.d, args.nnz, rng)
+    g = make_graph(args.n, args.degree, args.power, rng, args.window)
+    W = g.adjacency_
+    print(f"built X ({args.n} x {args.d}, {X64.nnz / args.n:.1f} nnz/row) and W "
+          f"({W.nnz / args.n:.1f} entries/row, {csr_bytes(W) / GB:.2f} GB, neighbours "
+          f"{'uniform' if args.window is None else f'within ±{args.window}'}) "
+          f"in {time.perf_counter() - t:.1f} s")
+    if args.probe:
+        for nt in threads:
+            set_num_threads(nt)
+            for name, t in gather_probe(W, rng).items():
+                print(f"one graph pass, {nt} thread(s), {name}: {t * 1e3:.0f} ms "
+                      f"({(W.data.nbytes + W.indices.nbytes) / t / GB:.2f} GB/s of W)")
+        return
+    rows = rng.choice(args.n, args.labeled, replace=False)
+    l = rows.size
+    alpha, beta = 1e-4 * l, 10.0 * g.scale_ * l
+    m = args.d + 1
+
+    print(f"\nreference streaming bandwidth: {ref_bw:.2f} GB/s (the best of the above)")
+    print("\n| X dtype | c | threads | X GB | bytes/iter GB | linlap s/iter | linlap GB/s "
+          "| % of stream | scipy s/iter | scipy GB/s | speed-up | X·W s | L^p s | Xᵀ·U s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for dtname in args.dtypes.split(","):
+        X = X64 if dtname == "float64" else sp.csr_matrix(
+            (X64.data.astype(np.float32), X64.indices, X64.indptr), shape=X64.shape)
+        for c in columns:
+            B = rng.standard_normal((m, c))
+            nbytes = (2 * csr_bytes(X) + args.power * csr_bytes(W)
+                      + 8 * c * ((2 + 2 * args.power) * args.n + 14 * m))
+            # plain scipy (single-threaded whatever numba's setting)
+            t_sc = np.nan
+            if args.scipy_iters > 0:
+                mv = lambda P: scipy_matvec(X, g, rows, alpha, beta, P)  # noqa: E731
+                t_sc = timed(lambda: scipy_cg(mv, B, args.scipy_iters), 1) / args.scipy_iters
+                gc.collect()
+            for nt in threads:
+                set_num_threads(nt)
+                op = NormalOperator(X, rows, g.laplacian_matvec, alpha=alpha, beta=beta)
+                batched_cg(op.matvec, B, tol=0.0, max_iter=1, warn=False)  # compile, size
+                rep = 2 if c == 1 else 1  # best of `rep` runs of `iters` iterations
+                t_it = timed(lambda: batched_cg(op.matvec, B, tol=0.0, max_iter=args.iters,
+                                                warn=False), rep) / args.iters
+                # the passes alone
+                Z = np.ascontiguousarray(B)
+                F = np.empty((args.n, c))
+                U = np.empty((args.n, c))
+                work = np.empty(args.n * c)
+                out = np.empty((m, c))
+                t_fw = timed(lambda: op._forward(Z, F), rep)
+                t_lap = timed(lambda: g.laplacian_matvec(F, out=U, work=work), rep)
+                t_all = timed(lambda: op.matvec(Z, out=out), rep)
+                t_rt = max(t_all - t_fw - t_lap, 0.0)
+                op = F = U = work = None  # free the buffers before the next size
+                gc.collect()
+                print(f"| {dtname} | {c} | {nt} | {csr_bytes(X) / GB:.2f} | {nbytes / GB:.2f} | "
+                      f"{t_it:.3f} | {nbytes / t_it / GB:.2f} | "
+                      f"{100 * nbytes / t_it / GB / ref_bw:.0f}% | {t_sc:.3f} | "
+                      f"{nbytes / t_sc / GB:.2f} | {t_sc / t_it:.2f}× | "
+                      f"{t_fw:.3f} | {t_lap:.3f} | {t_rt:.3f} |", flush=True)
+        if X is not X64:
+            del X
+            gc.collect()
+    print(f"\nload average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
