@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .newton import squared_hinge_line_search
+from .newton import check_rows_and_targets, check_weights, squared_hinge_line_search
 
 __all__ = ["KernelSolution", "kernel_objective", "kernel_line_search", "kernel_pcg",
            "kernel_newton", "EARLY_STOPPING"]
@@ -92,32 +92,17 @@ class KernelSolution:
 
 # -- checks ---------------------------------------------------------------------------
 def _check_problem(n, targets, labeled_rows, gamma_A, gamma_I, scale, loss):
-    Y = np.asarray(targets, dtype=np.float64)
-    if Y.ndim == 1:
-        Y = Y[:, None]
-    rows = np.asarray(labeled_rows)
-    if rows.ndim != 1 or rows.size == 0 or not np.issubdtype(rows.dtype, np.integer):
-        raise ValueError("labeled_rows must be a non-empty 1-D array of row indices.")
-    rows = rows.astype(np.intp)
-    if rows.min() < 0 or rows.max() >= n or np.unique(rows).size != rows.size:
-        raise ValueError(f"labeled_rows must be distinct indices in [0, {n}).")
-    if Y.ndim != 2 or Y.shape[0] != rows.size:
-        raise ValueError(f"targets must have shape (len(labeled_rows), k) = ({rows.size}, k), "
-                         f"got {np.shape(targets)}.")
+    Y, rows = check_rows_and_targets(n, targets, labeled_rows)
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
     if not np.all(np.isfinite(Y)):
         raise ValueError("targets must be finite.")
     if loss == "squared_hinge" and not np.all(np.abs(Y) == 1):
         raise ValueError("targets of the squared hinge must be +1 or -1.")
-    for name, v in (("gamma_A", gamma_A), ("gamma_I", gamma_I)):
-        if not np.isfinite(v) or v < 0:
-            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+    check_weights(gamma_A, gamma_I, scale)
     if not gamma_A > 0:
         raise ValueError("gamma_A must be > 0 in kernel mode (with γ_A = 0 the α of the "
                          "expansion is not determined).")
-    if gamma_I > 0 and not (np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
     return Y, rows
 
 

@@ -27,11 +27,8 @@ LOOSE_CG_ITER = 10
 
 
 # -- shared helpers (also used by the T⁻¹ solver) ------------------------------------
-def check_problem(X, targets, labeled_rows, *, gamma_A, gamma_I, scale):
-    """Validate the common inputs; return targets as (l, k) float and the row indices."""
-    if not (sp.issparse(X) or isinstance(X, np.ndarray)) or X.ndim != 2:
-        raise ValueError("X must be a 2-D ndarray or scipy sparse matrix.")
-    n = X.shape[0]
+def check_rows_and_targets(n, targets, labeled_rows):
+    """Validate labeled row indices into n rows and their (l,) or (l, k) targets."""
     T = np.asarray(targets, dtype=np.float64)
     if T.ndim == 1:
         T = T[:, None]
@@ -44,13 +41,26 @@ def check_problem(X, targets, labeled_rows, *, gamma_A, gamma_I, scale):
     if T.ndim != 2 or T.shape[0] != rows.size:
         raise ValueError(f"targets must have shape (len(labeled_rows), k) = ({rows.size}, k), "
                          f"got {np.shape(targets)}.")
-    if not np.all(np.abs(T) == 1):
-        raise ValueError("targets of the SVM losses must be +1 or -1.")
+    return T, rows
+
+
+def check_weights(gamma_A, gamma_I, scale):
+    """γ_A, γ_I finite and >= 0; the graph scale s finite and > 0 when γ_I > 0."""
     for name, v in (("gamma_A", gamma_A), ("gamma_I", gamma_I)):
         if not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
     if gamma_I > 0 and not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
+
+
+def check_problem(X, targets, labeled_rows, *, gamma_A, gamma_I, scale):
+    """Validate the common inputs; return targets as (l, k) float and the row indices."""
+    if not (sp.issparse(X) or isinstance(X, np.ndarray)) or X.ndim != 2:
+        raise ValueError("X must be a 2-D ndarray or scipy sparse matrix.")
+    T, rows = check_rows_and_targets(X.shape[0], targets, labeled_rows)
+    if not np.all(np.abs(T) == 1):
+        raise ValueError("targets of the SVM losses must be +1 or -1.")
+    check_weights(gamma_A, gamma_I, scale)
     return T, rows
 
 
