@@ -1,6 +1,5 @@
 """scikit-learn estimators: thin wrappers over the solvers in :mod:`linlap.solvers`."""
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,6 +11,7 @@ from sklearn.utils.validation import validate_data
 from ._labels import marker_mask
 from ._memory import check_memory, solve_bytes
 from ._progress import progress
+from ._validation import check_graph_param, check_nonnegative, check_positive_int, check_tol
 from .graph import KNNGraph
 from .solvers.laprls import laprls_linear
 from .solvers.newton import lapsvm_newton
@@ -37,21 +37,13 @@ class _LinearLapClassifier(LinearClassifierMixin, BaseEstimator):
 
     # -- validation -----------------------------------------------------------------
     def _check_params(self):
-        for name in ("gamma_A", "gamma_I"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        check_nonnegative(self, "gamma_A", "gamma_I")
         if self.gamma_A == 0 and self.gamma_I == 0:
             raise ValueError("gamma_A and gamma_I cannot both be 0: the problem would be "
                              "unregularised and, with few labels, singular.")
-        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
-            raise ValueError(f"tol must be > 0, got {self.tol!r}.")
-        if (not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool)
-                or self.max_iter < 1):
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
-        if self.graph is not None and not isinstance(self.graph, KNNGraph):
-            raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
-                             f"{type(self.graph).__name__}.")
+        check_tol(self)
+        check_positive_int(self, "max_iter")
+        check_graph_param(self)
 
     def _check_labels(self, y):
         unlabeled = marker_mask(y, self.unlabeled)

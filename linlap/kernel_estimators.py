@@ -17,8 +17,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._validation import check_graph_param, check_nonnegative, check_positive_int, check_tol
 from .estimators import _LinearLapClassifier
-from .graph import KNNGraph
 from .kernels import KERNELS, GramOperator, kernel_product
 from .solvers.kernel import EARLY_STOPPING, kernel_newton, kernel_pcg
 
@@ -57,11 +57,7 @@ class _KernelLapClassifier(ClassifierMixin, BaseEstimator):
 
     # -- validation ------------------------------------------------------------------
     def _check_params(self):
-        for name in ("gamma_A", "gamma_I"):
-            v = getattr(self, name)
-            if (not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v)
-                    or v < 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        check_nonnegative(self, "gamma_A", "gamma_I")
         if not self.gamma_A > 0:
             raise ValueError("gamma_A must be > 0 in kernel mode: with gamma_A = 0 the "
                              "coefficients α of the kernel expansion are not determined.")
@@ -77,21 +73,15 @@ class _KernelLapClassifier(ClassifierMixin, BaseEstimator):
         if self.early_stopping not in EARLY_STOPPING:
             raise ValueError(f"early_stopping must be one of {EARLY_STOPPING}, got "
                              f"{self.early_stopping!r}.")
-        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
-            raise ValueError(f"tol must be > 0, got {self.tol!r}.")
-        for name in ("max_iter", "memory_budget"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}.")
+        check_tol(self)
+        check_positive_int(self, "max_iter", "memory_budget")
         if self.check_every is not None and (not isinstance(self.check_every, numbers.Integral)
                                              or self.check_every < 1):
             raise ValueError(f"check_every must be None or an integer >= 1, got "
                              f"{self.check_every!r}.")
         if not isinstance(self.stability_tol, numbers.Real) or not 0 < self.stability_tol < 1:
             raise ValueError(f"stability_tol must be in (0, 1), got {self.stability_tol!r}.")
-        if self.graph is not None and not isinstance(self.graph, KNNGraph):
-            raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
-                             f"{type(self.graph).__name__}.")
+        check_graph_param(self)
 
     def _check_size(self, n, solver):
         budget = self.memory_budget

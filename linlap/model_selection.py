@@ -34,6 +34,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._labels import marker_mask
+from ._validation import check_graph_param, check_positive_int, check_tol
 from .estimators import LapRLSClassifier, LapSVMClassifier, _LinearLapClassifier
 from .graph import KNNGraph
 from .solvers.path import path_for_targets, path_reduction
@@ -200,14 +201,9 @@ class LapSVMPathClassifier(_LinearLapClassifier):
         r = self.lambda_min_ratio
         if not isinstance(r, numbers.Real) or not 0 < r < 1:
             raise ValueError(f"lambda_min_ratio must be in (0, 1), got {r!r}.")
-        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
-            raise ValueError(f"tol must be > 0, got {self.tol!r}.")
-        if (not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool)
-                or self.max_iter < 1):
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
-        if self.graph is not None and not isinstance(self.graph, KNNGraph):
-            raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
-                             f"{type(self.graph).__name__}.")
+        check_tol(self)
+        check_positive_int(self, "max_iter")
+        check_graph_param(self)
 
     def fit(self, X, y, validation=None):
         """Compute the path and pick γ_I.
@@ -387,9 +383,7 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
         if not ks:
             raise ValueError("n_neighbors must hold at least one value (None: the graph's).")
         _check_cv(self.cv)
-        if self.graph is not None and not isinstance(self.graph, KNNGraph):
-            raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
-                             f"{type(self.graph).__name__}.")
+        check_graph_param(self)
         return gA, gI, ks, powers, priors
 
     def _graphs(self, X, probe, ks, powers):
