@@ -47,3 +47,18 @@ def random_laplacian(n, rng, *, normalized=False):
         dm = np.where(deg > 0, deg, 1.0) ** -0.5
         return np.eye(n) - dm[:, None] * W * dm[None, :]
     return np.diag(deg) - W
+
+
+def blobs(n=60, d=8, n_classes=2, seed=0, sparse=True, noise=0.3):
+    """Non-negative "documents": each class favours its own block of features."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    centers = np.full((n_classes, d), 0.3)
+    for c in range(n_classes):
+        centers[c, (2 * c) % d: (2 * c) % d + 2] = 2.0
+    y = rng.integers(0, n_classes, n)
+    X = np.abs(centers[y] + noise * rng.standard_normal((n, d)))
+    X[rng.random((n, d)) < 0.3] = 0.0
+    X[:, -1] += 0.1  # no empty rows
+    return (sp.csr_matrix(X) if sparse else X), y

@@ -15,20 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import load_pcmac, mask_labels
 
-from reference import dense_solution
-
-
-def blobs(n=60, d=8, n_classes=2, seed=0, sparse=True):
-    """Non-negative "documents": each class favours its own block of features."""
-    rng = np.random.default_rng(seed)
-    centers = np.full((n_classes, d), 0.3)
-    for c in range(n_classes):
-        centers[c, (2 * c) % d: (2 * c) % d + 2] = 2.0
-    y = rng.integers(0, n_classes, n)
-    X = np.abs(centers[y] + 0.3 * rng.standard_normal((n, d)))
-    X[rng.random((n, d)) < 0.3] = 0.0
-    X[:, -1] += 0.1  # no empty rows
-    return (sp.csr_matrix(X) if sparse else X), y
+from reference import blobs, dense_solution
 
 
 def semi(y, n_labeled, seed=0):

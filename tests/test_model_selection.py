@@ -4,7 +4,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -13,17 +12,7 @@ from linlap.datasets import mask_labels
 from linlap.model_selection import (LapRLSClassifierCV, LapSVMClassifierCV,
                                     LapSVMPathClassifier)
 
-
-def blobs(n=60, d=8, n_classes=2, seed=0, sparse=True):
-    rng = np.random.default_rng(seed)
-    centers = np.full((n_classes, d), 0.3)
-    for c in range(n_classes):
-        centers[c, (2 * c) % d: (2 * c) % d + 2] = 2.0
-    y = rng.integers(0, n_classes, n)
-    X = np.abs(centers[y] + 0.5 * rng.standard_normal((n, d)))
-    X[rng.random((n, d)) < 0.3] = 0.0
-    X[:, -1] += 0.1
-    return (sp.csr_matrix(X) if sparse else X), y
+from reference import blobs
 
 
 def semi_with_validation(y, n_lab, n_val, seed=0):
@@ -41,7 +30,7 @@ def semi_with_validation(y, n_lab, n_val, seed=0):
 
 @pytest.mark.parametrize("normalized", [False, True])
 def test_path_classifier_point_equals_tinv_hinge(normalized):
-    X, y = blobs(seed=1)
+    X, y = blobs(seed=1, noise=0.5)
     ys, yv = semi_with_validation(y, 14, 20, seed=1)
     g = KNNGraph(n_neighbors=6, normalized=normalized, power=2).fit(X)
     clf = LapSVMPathClassifier(rho=0.05, graph=g).fit(X, ys, validation=yv)
@@ -61,7 +50,7 @@ def test_path_classifier_point_equals_tinv_hinge(normalized):
 
 
 def test_path_classifier_selects_least_validation_error():
-    X, y = blobs(n=80, seed=2)
+    X, y = blobs(n=80, seed=2, noise=0.5)
     ys, yv = semi_with_validation(y, 12, 30, seed=2)
     g = KNNGraph(n_neighbors=6).fit(X)
     clf = LapSVMPathClassifier(rho=1e-2, graph=g, n_gammas=25).fit(X, ys, validation=yv)
@@ -84,7 +73,7 @@ def test_path_classifier_selects_least_validation_error():
 
 
 def test_path_classifier_cv_and_multiclass():
-    X, y = blobs(n=90, n_classes=3, seed=3)
+    X, y = blobs(n=90, n_classes=3, seed=3, noise=0.5)
     ys = mask_labels(y, 24, random_state=3)
     clf = LapSVMPathClassifier(rho=1e-2, graph=KNNGraph(n_neighbors=6), cv=3,
                                n_gammas=20).fit(X, ys)
@@ -101,7 +90,7 @@ def test_path_classifier_cv_and_multiclass():
 
 
 def test_path_classifier_bad_input():
-    X, y = blobs(seed=4)
+    X, y = blobs(seed=4, noise=0.5)
     ys, yv = semi_with_validation(y, 10, 10, seed=4)
     for bad in [dict(rho=0), dict(rho=-1.0), dict(cv=1), dict(n_gammas=1),
                 dict(method="dense"), dict(lambda_min_ratio=2.0), dict(graph="knn")]:
@@ -120,7 +109,7 @@ def test_path_classifier_bad_input():
 
 def test_plot_path(tmp_path):
     pytest.importorskip("matplotlib")
-    X, y = blobs(seed=5)
+    X, y = blobs(seed=5, noise=0.5)
     ys, yv = semi_with_validation(y, 12, 20, seed=5)
     clf = LapSVMPathClassifier(rho=1e-2, graph=KNNGraph(n_neighbors=6)).fit(
         X, ys, validation=yv)
@@ -136,7 +125,7 @@ def test_plot_path(tmp_path):
 @pytest.mark.parametrize("CV,Base", [(LapRLSClassifierCV, LapRLSClassifier),
                                      (LapSVMClassifierCV, LapSVMClassifier)])
 def test_warm_grid_gives_the_cold_models(CV, Base):
-    X, y = blobs(n=70, seed=6)
+    X, y = blobs(n=70, seed=6, noise=0.5)
     ys, yv = semi_with_validation(y, 14, 20, seed=6)
     g = KNNGraph(n_neighbors=6).fit(X)
     grid = dict(gamma_A=[1e-3, 1e-2, 1e-1], gamma_I=[0.1, 1.0, 10.0])
@@ -164,7 +153,7 @@ def test_warm_grid_gives_the_cold_models(CV, Base):
 
 
 def test_warm_start_saves_iterations():
-    X, y = blobs(n=120, d=50, seed=11)
+    X, y = blobs(n=120, d=50, seed=11, noise=0.5)
     ys, yv = semi_with_validation(y, 14, 20, seed=11)
     g = KNNGraph(n_neighbors=6).fit(X)
     grid = dict(gamma_A=[1e-6, 1e-5], gamma_I=[0.01, 0.03, 0.1], graph=g)
@@ -174,7 +163,7 @@ def test_warm_start_saves_iterations():
 
 
 def test_grid_over_power_and_prior_shares_the_graph():
-    X, y = blobs(n=70, n_classes=3, seed=7)
+    X, y = blobs(n=70, n_classes=3, seed=7, noise=0.5)
     ys = mask_labels(y, 21, random_state=7)
     g = KNNGraph(n_neighbors=6, power=2).fit(X)
     clf = LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0, 10.0], power=[1, 3],
@@ -205,7 +194,7 @@ def test_grid_over_power_and_prior_shares_the_graph():
 
 
 def test_grid_builds_graph_once_without_graph():
-    X, y = blobs(n=50, seed=8)
+    X, y = blobs(n=50, seed=8, noise=0.5)
     ys = mask_labels(y, 12, random_state=8)
     clf = LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0, 10.0], cv=2).fit(X, ys)
     assert isinstance(clf.graph_, KNNGraph) and clf.graph_time_ >= 0
@@ -218,7 +207,7 @@ def test_grid_builds_graph_once_without_graph():
 
 
 def test_grid_bad_input():
-    X, y = blobs(seed=9)
+    X, y = blobs(seed=9, noise=0.5)
     ys = mask_labels(y, 10, random_state=9)
     for bad in [dict(gamma_A=[]), dict(gamma_A=[-1.0]), dict(gamma_I=[np.nan]),
                 dict(power=[0]), dict(cv=1), dict(graph="g"), dict(class_prior=[])]:
@@ -257,7 +246,7 @@ def test_sklearn_compatible(estimator, check):
 
 
 def test_clone_keeps_shared_graph():
-    X, y = blobs(seed=10)
+    X, y = blobs(seed=10, noise=0.5)
     g = KNNGraph(n_neighbors=5).fit(X)
     est = LapRLSClassifierCV(graph=g)
     assert clone(est).graph is g
