@@ -37,6 +37,7 @@ from ._labels import marker_mask
 from ._validation import check_graph_param, check_positive_int, check_tol
 from .estimators import LapRLSClassifier, LapSVMClassifier, _LinearLapClassifier
 from .graph import KNNGraph
+from .solvers.laprls import laprls_grid
 from .solvers.path import path_for_targets, path_reduction
 
 __all__ = ["LapSVMPathClassifier", "LapRLSClassifierCV", "LapSVMClassifierCV"]
@@ -411,6 +412,10 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
     def _base_extra(self):
         return {}
 
+    def _shifted(self, prior):
+        """Whether the grid of this class-prior setting is one shifted CG run."""
+        return False
+
     # -- fit --------------------------------------------------------------------------
     def fit(self, X, y, validation=None):
         """Search the grid and refit the best setting on all labeled rows.
@@ -440,7 +445,7 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
 
         if validation is not None:
             rows, Xv, yv = _validation_set(self, validation, X, y, labeled_rows, classes)
-            splits = [(y, Xv, yv)]
+            splits = [(y, Xv, yv, labeled_rows, y_idx)]
         else:
             splits = []
             for train, test in _folds(self.cv, y_idx):
@@ -452,7 +457,8 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
                 if not fits:
                     ytr = ytr.astype(object)
                 ytr[labeled_rows[test]] = self.unlabeled
-                splits.append((ytr, X[labeled_rows[test]], y_idx[test]))
+                splits.append((ytr, X[labeled_rows[test]], y_idx[test], labeled_rows[train],
+                               y_idx[train]))
 
         # snake order over (γ_A, γ_I): consecutive fits are grid neighbours
         cells = []
@@ -474,9 +480,33 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
                 params[k] = {"gamma_A": gA[i], "gamma_I": gI[j], "n_neighbors": ks[ik],
                              "power": powers[ip], "class_prior": priors[iq]}
                 k += 1
-        for s, (ytr, Xte, yte) in enumerate(splits):
+        def score(s, c, F, yte):
+            F = F[:, None] if F.ndim == 1 else F
+            scores[s, c] = np.mean(_predict_idx(F) == yte)
+            hinges[s, c] = np.maximum(0.0, 1.0 - _targets(yte, classes.size) * F).sum(
+                axis=1).mean()
+
+        for s, (ytr, Xte, yte, lab_rows, lab_idx) in enumerate(splits):
             for ik, ip, iq in combos:
-                est = self._make_base(graphs[(ks[ik], powers[ip])])
+                graph = graphs[(ks[ik], powers[ip])]
+                if self._shifted(priors[iq]):
+                    # every (γ_A, γ_I) from one shifted CG run (LapRLS only)
+                    t = time.perf_counter()
+                    coef, intercept, info = laprls_grid(
+                        X, _targets(lab_idx, classes.size), lab_rows, graph.laplacian_matvec,
+                        gamma_A=gA, gamma_I=gI, scale=graph.scale_,
+                        fit_intercept=self.fit_intercept, tol=self.tol,
+                        max_iter=self.max_iter, monitor_rows=Xte, patience=self.patience,
+                        warn=False)
+                    elapsed = time.perf_counter() - t
+                    n_cols = intercept.shape[2]
+                    for i, j in cells:
+                        c = index[(ik, ip, iq, i, j)]
+                        fit_times[s, c] = elapsed / len(cells)
+                        n_iters[s, c] = info.n_iter_shift[i, j * n_cols:(j + 1) * n_cols].max()
+                        score(s, c, np.asarray(Xte @ coef[j, i].T) + intercept[j, i], yte)
+                    continue
+                est = self._make_base(graph)
                 est.set_params(class_prior=priors[iq])
                 for i, j in cells:
                     c = index[(ik, ip, iq, i, j)]
@@ -485,11 +515,7 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
                     est.fit(X, ytr)
                     fit_times[s, c] = time.perf_counter() - t
                     n_iters[s, c] = est.n_iter_
-                    F = est.decision_function(Xte)
-                    F = F[:, None] if F.ndim == 1 else F
-                    scores[s, c] = np.mean(classes[_predict_idx(F)] == classes[yte])
-                    hinges[s, c] = np.maximum(
-                        0.0, 1.0 - _targets(yte, classes.size) * F).sum(axis=1).mean()
+                    score(s, c, est.decision_function(Xte), yte)
         mean = scores.mean(axis=0)
         mean_hinge = hinges.mean(axis=0)
         # rank by accuracy, ties (frequent on a few validation rows) by the mean hinge loss
@@ -543,11 +569,22 @@ class LapRLSClassifierCV(_GridCV):
 
     (see :class:`~linlap.LapRLSClassifier`). The graph is built once (or the fitted
     ``graph`` reused); a ``power`` list is searched through
-    :meth:`KNNGraph.with_laplacian` views of it (L^p is never formed). The grid is walked
-    in snake order over (γ_A, γ_I) so that with ``warm_start=True`` every fit starts CG
-    from the solution of its neighbour; scores are the accuracy on ``validation`` rows or
-    the mean accuracy over ``cv`` stratified folds of the labeled rows. The best setting is
-    refitted on all labeled rows (cold start).
+    :meth:`KNNGraph.with_laplacian` views of it (L^p is never formed). Scores are the
+    accuracy on ``validation`` rows or the mean accuracy over ``cv`` stratified folds of
+    the labeled rows. The best setting is refitted on all labeled rows (cold start).
+
+    How the grid is solved (``method``):
+
+    * ``'shifted'`` (default): for each graph, power and split, the whole γ_A × γ_I grid
+      comes from one CG recurrence — every γ_A is a shift of the same operator and the
+      γ_I share each pass over X and the graph
+      (:func:`linlap.solvers.laprls.laprls_grid`). With ``patience``, a candidate stops
+      once the predicted labels of the scoring rows have stayed the same for
+      ``patience`` iterations (otherwise at ``tol``). Used for ``class_prior=None``;
+      the other class-prior settings of a list take the ``'warm'`` route.
+    * ``'warm'``: one :class:`~linlap.LapRLSClassifier` fit per candidate, walked in
+      snake order over (γ_A, γ_I) so that with ``warm_start=True`` every fit starts CG
+      from its neighbour's solution.
 
     Parameters
     ----------
@@ -565,8 +602,12 @@ class LapRLSClassifierCV(_GridCV):
         (class proportions).
     graph : KNNGraph or None, default=None
     cv : int, default=3
+    method : {'shifted', 'warm'}, default='shifted'
+        How the grid is solved (see above).
+    patience : int or None, default=5
+        Early stopping of the ``'shifted'`` grid (None: every candidate to ``tol``).
     warm_start : bool, default=True
-        Start each fit from its grid neighbour's solution.
+        ``method='warm'``: start each fit from its grid neighbour's solution.
     unlabeled, fit_intercept, tol, max_iter, verbose
         As in :class:`~linlap.LapRLSClassifier`.
 
@@ -590,15 +631,17 @@ class LapRLSClassifierCV(_GridCV):
         Those of ``best_estimator_``.
     grid_time_ : float
         Seconds spent in the grid fits (all splits); ``refit_time_`` for the final fit,
-        ``graph_time_`` for building the graph.
+        ``graph_time_`` for building the graph. With ``method='shifted'``,
+        ``mean_fit_time`` spreads a run's time evenly over its candidates and
+        ``mean_n_iter`` counts the iterations each candidate took part in.
     """
 
     _base = LapRLSClassifier
 
     def __init__(self, gamma_A=_DEFAULT_GAMMA_A, gamma_I=_DEFAULT_GAMMA_I, *,
                  n_neighbors=None, power=None, class_prior=None, graph=None, cv=3,
-                 warm_start=True, unlabeled=-1, fit_intercept=True, tol=1e-4, max_iter=1000,
-                 verbose=0):
+                 method="shifted", patience=5, warm_start=True, unlabeled=-1,
+                 fit_intercept=True, tol=1e-4, max_iter=1000, verbose=0):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.n_neighbors = n_neighbors
@@ -606,12 +649,26 @@ class LapRLSClassifierCV(_GridCV):
         self.class_prior = class_prior
         self.graph = graph
         self.cv = cv
+        self.method = method
+        self.patience = patience
         self.warm_start = warm_start
         self.unlabeled = unlabeled
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.max_iter = max_iter
         self.verbose = verbose
+
+    def _check_grid(self):
+        if self.method not in ("shifted", "warm"):
+            raise ValueError(f"method must be 'shifted' or 'warm', got {self.method!r}.")
+        p = self.patience
+        if p is not None and (not isinstance(p, numbers.Integral) or isinstance(p, bool)
+                              or p < 1):
+            raise ValueError(f"patience must be None or an integer >= 1, got {p!r}.")
+        return super()._check_grid()
+
+    def _shifted(self, prior):
+        return self.method == "shifted" and prior is None
 
 
 class LapSVMClassifierCV(_GridCV):

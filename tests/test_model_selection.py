@@ -130,11 +130,14 @@ def test_warm_grid_gives_the_cold_models(CV, Base):
     g = KNNGraph(n_neighbors=6).fit(X)
     grid = dict(gamma_A=[1e-3, 1e-2, 1e-1], gamma_I=[0.1, 1.0, 10.0])
     kw = dict(graph=g, tol=1e-10)
+    extra = {}
     if CV is LapSVMClassifierCV:   # finite Newton fits are slower: a 2 × 2 grid
         grid = dict(gamma_A=[1e-3, 1e-1], gamma_I=[0.1, 10.0])
         kw["max_iter"] = 200
-    warm = CV(**grid, **kw, warm_start=True).fit(X, ys, validation=yv)
-    cold = CV(**grid, **kw, warm_start=False).fit(X, ys, validation=yv)
+    else:
+        extra["method"] = "warm"
+    warm = CV(**grid, **kw, **extra, warm_start=True).fit(X, ys, validation=yv)
+    cold = CV(**grid, **kw, **extra, warm_start=False).fit(X, ys, validation=yv)
     np.testing.assert_allclose(warm.cv_results_["mean_test_score"],
                                cold.cv_results_["mean_test_score"])
     assert warm.best_params_ == cold.best_params_
@@ -156,7 +159,7 @@ def test_warm_start_saves_iterations():
     X, y = blobs(n=120, d=50, seed=11, noise=0.5)
     ys, yv = semi_with_validation(y, 14, 20, seed=11)
     g = KNNGraph(n_neighbors=6).fit(X)
-    grid = dict(gamma_A=[1e-6, 1e-5], gamma_I=[0.01, 0.03, 0.1], graph=g)
+    grid = dict(gamma_A=[1e-6, 1e-5], gamma_I=[0.01, 0.03, 0.1], graph=g, method="warm")
     warm = LapRLSClassifierCV(**grid, warm_start=True).fit(X, ys, validation=yv)
     cold = LapRLSClassifierCV(**grid, warm_start=False).fit(X, ys, validation=yv)
     assert warm.cv_results_["mean_n_iter"].sum() < cold.cv_results_["mean_n_iter"].sum()
@@ -210,7 +213,8 @@ def test_grid_bad_input():
     X, y = blobs(seed=9, noise=0.5)
     ys = mask_labels(y, 10, random_state=9)
     for bad in [dict(gamma_A=[]), dict(gamma_A=[-1.0]), dict(gamma_I=[np.nan]),
-                dict(power=[0]), dict(cv=1), dict(graph="g"), dict(class_prior=[])]:
+                dict(power=[0]), dict(cv=1), dict(graph="g"), dict(class_prior=[]),
+                dict(method="fast"), dict(patience=0), dict(patience=2.5)]:
         with pytest.raises(ValueError):
             LapRLSClassifierCV(**bad).fit(X, ys)
     one = np.full(y.size, -1)

@@ -1,0 +1,234 @@
+"""Conjugate gradients for a family of shifted systems ``(A + σ I) x = b`` at once.
+
+Krylov spaces are shift-invariant: ``K_k(A + σI, b) = K_k(A, b)``. CG run on one
+("base") system therefore yields the CG iterates of every shifted system from the
+same search directions, each at the price of a few vector updates — the residual of a
+shifted system is a scalar multiple ``ζ`` of the base residual (Frommer & Maass 1999;
+Jegerlehner 1996, "Krylov space solvers for shifted linear systems"). linlap uses it to
+solve the LapRLS normal equations for every γ_A of a grid with one sequence of passes
+over X and the graph (:func:`linlap.solvers.laprls.laprls_grid`).
+"""
+
+import warnings
+
+import numpy as np
+from numba import njit
+from sklearn.exceptions import ConvergenceWarning
+
+from ..operators import accepts_keyword
+
+__all__ = ["shifted_cg", "ShiftedCGInfo"]
+
+
+@njit(cache=True, nogil=True)
+def _update_shifted(X, Ps, R, alpha_s, beta_s, zeta_new, upd):
+    """For running systems: ``X += α_s Ps`` (old Ps), then ``Ps = β_s Ps + ζ_new R``."""
+    q, m, k = X.shape
+    for s in range(q):
+        for i in range(m):
+            for j in range(k):
+                if upd[s, j]:
+                    p = Ps[s, i, j]
+                    X[s, i, j] += alpha_s[s, j] * p
+                    Ps[s, i, j] = beta_s[s, j] * p + zeta_new[s, j] * R[i, j]
+
+
+@njit(cache=True, nogil=True)
+def _update_base(R, AP, alpha, rr):
+    """``R −= α AP``, ``rr = ‖R‖²`` per column (first pass); caller then sets P."""
+    m, k = R.shape
+    for j in range(k):
+        rr[j] = 0.0
+    for i in range(m):
+        for j in range(k):
+            r = R[i, j] - alpha[j] * AP[i, j]
+            R[i, j] = r
+            rr[j] += r * r
+
+
+@njit(cache=True, nogil=True)
+def _direction(P, R, beta):
+    """``P = R + β P`` per column."""
+    m, k = P.shape
+    for i in range(m):
+        for j in range(k):
+            P[i, j] = R[i, j] + beta[j] * P[i, j]
+
+
+class ShiftedCGInfo:
+    """What a shifted CG run did.
+
+    Attributes
+    ----------
+    n_iter : int
+        Iterations of the base recurrence (one product with A each).
+    n_iter_shift : ndarray of int, shape (q, k)
+        Iteration at which each shifted system stopped (converged, stopped by the
+        monitor, or ``n_iter``).
+    residual : ndarray of shape (q, k)
+        Relative residual ``‖b − (A + σ) x‖ / ‖b‖`` of each system when it stopped
+        (from the recurrence).
+    converged : ndarray of bool, shape (q, k)
+        Reached ``tol``.
+    stopped : ndarray of bool, shape (q, k)
+        Stopped by ``monitor`` before reaching ``tol``.
+    """
+
+    def __init__(self, n_iter, n_iter_shift, residual, converged, stopped):
+        self.n_iter = n_iter
+        self.n_iter_shift = n_iter_shift
+        self.residual = residual
+        self.converged = converged
+        self.stopped = stopped
+
+    def __repr__(self):
+        return (f"ShiftedCGInfo(n_iter={self.n_iter}, max_residual={self.residual.max():.3g}, "
+                f"converged={int(self.converged.sum())}/{self.converged.size})")
+
+
+def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, monitor_every=1,
+               column_matvec=False, warn=True, name="shifted CG"):
+    """Solve ``(A + σ_{ij} I) x_{ij} = b_j`` for every shift i and column j.
+
+    Parameters
+    ----------
+    matvec : callable
+        ``matvec(P)`` returns ``A @ P`` for a block P of shape (m, k) (``out=`` is
+        used when accepted). ``A`` must be symmetric and ``A + σ I`` positive definite
+        for every shift.
+    B : ndarray of shape (m, k)
+        Right-hand sides, one per column.
+    shifts : ndarray of shape (q,) or (q, k)
+        The shifts σ, the same for every column or one set per column (columns may
+        belong to differently scaled systems). The base recurrence of a column runs on
+        its smallest shift, the slowest to converge, so every other system of the
+        column is done when the base is.
+    tol : float, default=1e-6
+        A system stops when its relative residual is ``≤ tol``.
+    max_iter : int, default=1000
+    monitor : callable, optional
+        ``monitor(iteration, X, active)`` every ``monitor_every`` iterations, with the
+        current solutions X of shape (q, m, k) and the bool mask (q, k) of systems
+        still running; returns a bool mask (q, k) of systems to stop now (early
+        stopping: e.g. when their predictions no longer change).
+    monitor_every : int, default=1
+    column_matvec : bool, default=False
+        Call ``matvec(P, columns)`` with the indices (into B) of the columns of P:
+        once every system of a column has stopped, the column leaves the products
+        (the operator may differ by column, e.g. one loss weight per column).
+    warn : bool, default=True
+        ConvergenceWarning when systems stop at ``max_iter`` without meeting ``tol``.
+    name : str
+
+    Returns
+    -------
+    X : ndarray of shape (q, m, k)
+    info : ShiftedCGInfo
+
+    Notes
+    -----
+    For base iterates (α_t, β_t, r_t, p_t) and ``δ = σ − σ_base ≥ 0`` the shifted
+    system's residual is ``ζ_t r_t`` with
+
+        ζ_{t+1} = ζ_t ζ_{t−1} α_{t−1} / (α_{t−1} ζ_{t−1} (1 + δ α_t) + α_t β_{t−1} (ζ_{t−1} − ζ_t)),
+
+    (``ζ_0 = ζ_{−1} = 1``, ``α_{−1} = 1``, ``β_{−1} = 0``) and its iterates are
+    ``x += α_t (ζ_{t+1}/ζ_t) p``, ``p ← ζ_{t+1} r_{t+1} + β_t (ζ_{t+1}/ζ_t)² p``.
+    Memory: two (m, k) blocks per shift besides the base CG's four.
+    """
+    B = np.asarray(B, dtype=np.float64)
+    if B.ndim != 2:
+        raise ValueError(f"B must have shape (m, k), got {B.shape}.")
+    m, k = B.shape
+    S = np.asarray(shifts, dtype=np.float64)
+    if S.ndim == 1:
+        S = np.repeat(S[:, None], k, axis=1)
+    if S.ndim != 2 or S.shape[1] != k or S.shape[0] == 0:
+        raise ValueError(f"shifts must have shape (q,) or (q, {k}), got {np.shape(shifts)}.")
+    if not np.all(np.isfinite(S)):
+        raise ValueError("shifts must be finite.")
+    q = S.shape[0]
+    base = S.min(axis=0)                      # (k,)
+    delta = S - base                          # (q, k) ≥ 0
+
+    with_out = accepts_keyword(matvec, "out")
+    AP = np.empty((m, k))
+    all_columns = np.arange(k)
+
+    def apply(P, out, cols):
+        """``out[:, cols] = (A + base) P[:, cols]`` (all columns without ``column_matvec``)."""
+        if not column_matvec or cols.size == k:
+            if column_matvec:
+                res = matvec(P, all_columns, out=out) if with_out else matvec(P, all_columns)
+            else:
+                res = matvec(P, out=out) if with_out else matvec(P)
+            if res is not out:
+                out[...] = res
+            out += base * P
+            return out
+        Pc = np.ascontiguousarray(P[:, cols])
+        out[:, cols] = np.asarray(matvec(Pc, cols)) + base[cols] * Pc
+        return out
+
+    b_norm = np.linalg.norm(B, axis=0)
+    zero = b_norm == 0
+    b_norm[zero] = 1.0
+    X = np.zeros((q, m, k))
+    R = B.copy()
+    P = B.copy()
+    Ps = np.repeat(B[None], q, axis=0)        # shifted search directions
+    rr = np.einsum("ij,ij->j", R, R)
+    zeta = np.ones((q, k))
+    zeta_old = np.ones((q, k))
+    alpha_old = np.ones(k)
+    beta_old = np.zeros(k)
+    active = np.repeat(~zero[None], q, axis=0)
+    converged = np.repeat(zero[None], q, axis=0)
+    stopped = np.zeros((q, k), dtype=bool)
+    residual = np.where(zero[None], 0.0, np.ones((q, k)))
+    n_iter_shift = np.zeros((q, k), dtype=int)
+    rr_new = np.empty(k)
+    t = 0
+    while t < max_iter and active.any():
+        cols = active.any(axis=0)             # columns whose base recurrence must go on
+        apply(P, AP, np.flatnonzero(cols))
+        pAp = np.where(cols, np.einsum("ij,ij->j", P, AP), 0.0)
+        ok = cols & (pAp > 0)
+        alpha = np.zeros(k)
+        alpha[ok] = rr[ok] / pAp[ok]
+        # shifted scalars (before the base scalars move on)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            den = (alpha_old * zeta_old * (1.0 + delta * alpha)
+                   + alpha * beta_old * (zeta_old - zeta))
+            zeta_new = np.where(den != 0, zeta * zeta_old * alpha_old / den, 0.0)
+            ratio = np.where(zeta != 0, zeta_new / zeta, 0.0)
+        alpha_s = alpha * ratio                # (q, k)
+        upd = active & ok[None]
+        _update_base(R, AP, alpha, rr_new)
+        beta = np.zeros(k)
+        beta[ok] = rr_new[ok] / np.where(rr[ok] > 0, rr[ok], 1.0)
+        beta_s = beta * ratio ** 2
+        _update_shifted(X, Ps, R, alpha_s, beta_s, zeta_new, upd)
+        _direction(P, R, beta)
+        zeta_old, zeta = np.where(upd, zeta, zeta_old), np.where(upd, zeta_new, zeta)
+        alpha_old = np.where(ok, alpha, alpha_old)
+        beta_old = np.where(ok, beta, beta_old)
+        rr = np.where(ok, rr_new, rr)
+        t += 1
+        res = np.abs(zeta) * np.sqrt(rr)[None] / b_norm[None]
+        residual = np.where(upd, res, residual)
+        n_iter_shift[upd] = t
+        done = upd & (res <= tol)
+        converged |= done
+        # a base column with p·Ap ≤ 0 (round-off at the solution) ends its systems
+        dead = active & ~ok[None]
+        active &= ~(done | dead)
+        if monitor is not None and t % monitor_every == 0 and active.any():
+            stop = np.asarray(monitor(t, X, active.copy()), dtype=bool) & active
+            stopped |= stop
+            active &= ~stop
+    if warn and active.any():
+        warnings.warn(f"{name} did not converge: relative residual {residual[active].max():.3g}"
+                      f" > tol={tol:g} after {t} iterations; increase max_iter or loosen tol.",
+                      ConvergenceWarning, stacklevel=2)
+    return X, ShiftedCGInfo(t, n_iter_shift, residual, converged, stopped)
