@@ -12,8 +12,9 @@ run, shared by every fit.
 
 Timing part: (a) the whole LapSVM path for l = 100 labels after the graph is built
 (Q by the n × n push-through, then the events); (b) the 7 × 7 γ_A × γ_I grid of
-LapRLSClassifierCV with warm starts against the same grid cold, against one cold
-LapRLSClassifier() fit, all in one run.
+LapRLSClassifierCV (shifted CG with and without early stopping, per-candidate fits warm
+and cold) and of LapSVMClassifierCV (warm and cold), against one cold LapRLSClassifier()
+and one cold LapSVMClassifier() fit, timed in ``--rounds`` interleaved rounds (medians).
 """
 
 import argparse
@@ -23,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from linlap import KNNGraph, LapRLSClassifier
+from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import load_pcmac, mask_labels
 from linlap.model_selection import (LapRLSClassifierCV, LapSVMClassifierCV,
                                     LapSVMPathClassifier)
@@ -50,6 +51,15 @@ def accuracy(args, X, Xt, y, yt, graph):
             lambda ys, yv: LapSVMPathClassifier(rho=1e-5, graph=graph).fit(X, ys),
         "LapRLSClassifierCV 7×7 (validation)":
             lambda ys, yv: LapRLSClassifierCV(graph=graph).fit(X, ys, validation=yv),
+        "LapRLSClassifierCV 7×7 patience=3 (validation)":
+            lambda ys, yv: LapRLSClassifierCV(graph=graph, patience=3).fit(
+                X, ys, validation=yv),
+        "LapRLSClassifierCV 7×7 patience=None (validation)":
+            lambda ys, yv: LapRLSClassifierCV(graph=graph, patience=None).fit(
+                X, ys, validation=yv),
+        "LapRLSClassifierCV 7×7 method='warm' (validation)":
+            lambda ys, yv: LapRLSClassifierCV(graph=graph, method="warm").fit(
+                X, ys, validation=yv),
         "LapRLSClassifierCV 7×7 × prior {None, ½} (validation)":
             lambda ys, yv: LapRLSClassifierCV(graph=graph, class_prior=[None, [0.5, 0.5]]).fit(
                 X, ys, validation=yv),
@@ -117,31 +127,60 @@ def timing(args, X, y, graph):
               f"{p.lambdas.size} breakpoints, init {p.init}, bias {p.reduction.bias}, "
               f"method {p.reduction.method}", flush=True)
     ys, yv = draw(y, 0)
-    LapRLSClassifier(graph=graph).fit(X, ys)  # warm-up
-    cold_single = []
-    for _ in range(3):
-        t = time.perf_counter()
-        LapRLSClassifier(graph=graph).fit(X, ys)
-        cold_single.append(time.perf_counter() - t)
-    single = float(np.median(cold_single))
-    print(f"one cold LapRLSClassifier() fit (median of 3): {single:.3f} s")
-    for CV in (LapRLSClassifierCV, LapSVMClassifierCV):
-        res = {}
-        for warm in (True, False):
+    # warm-ups (numba compilation, first BLAS calls)
+    LapRLSClassifier(graph=graph).fit(X, ys)
+    LapSVMClassifier(graph=graph).fit(X, ys)
+    LapRLSClassifierCV(graph=graph, gamma_A=[1e-3], gamma_I=[1.0]).fit(X, ys, validation=yv)
+    grids = {
+        "LapRLSClassifierCV(method='shifted', patience=5)":
+            lambda: LapRLSClassifierCV(graph=graph, patience=5),
+        "LapRLSClassifierCV(method='shifted', patience=None)":
+            lambda: LapRLSClassifierCV(graph=graph, patience=None),
+        "LapRLSClassifierCV(method='warm')": lambda: LapRLSClassifierCV(graph=graph,
+                                                                        method="warm"),
+        "LapRLSClassifierCV(method='warm', warm_start=False)":
+            lambda: LapRLSClassifierCV(graph=graph, method="warm", warm_start=False),
+        "LapSVMClassifierCV(method='shifted', patience=5)":
+            lambda: LapSVMClassifierCV(graph=graph),
+        "LapSVMClassifierCV(method='warm')": lambda: LapSVMClassifierCV(graph=graph,
+                                                                        method="warm"),
+        "LapSVMClassifierCV(method='warm', warm_start=False)":
+            lambda: LapSVMClassifierCV(graph=graph, method="warm", warm_start=False),
+    }
+    # interleaved rounds: every timing of a round shares the machine's state
+    cold = {"LapRLSClassifier()": [], "LapSVMClassifier()": []}
+    times = {name: [] for name in grids}
+    iters = {}
+    for _ in range(args.rounds):
+        for name, Est in (("LapRLSClassifier()", LapRLSClassifier),
+                          ("LapSVMClassifier()", LapSVMClassifier)):
             t = time.perf_counter()
-            cv = CV(graph=graph, warm_start=warm).fit(X, ys, validation=yv)
-            total = time.perf_counter() - t
-            res[warm] = (cv.grid_time_, total, cv.cv_results_["mean_n_iter"].sum())
-        print(f"{CV.__name__} 7×7: warm grid {res[True][0]:.2f} s ({res[True][2]:.0f} "
-              f"iterations), cold grid {res[False][0]:.2f} s ({res[False][2]:.0f}); saved "
-              f"{100 * (1 - res[True][0] / res[False][0]):.0f} %; warm grid = "
-              f"{res[True][0] / single:.1f} × one cold LapRLS fit", flush=True)
+            Est(graph=graph).fit(X, ys)
+            cold[name].append(time.perf_counter() - t)
+        for name, make in grids.items():
+            cv = make().fit(X, ys, validation=yv)
+            times[name].append(cv.grid_time_)
+            iters[name] = cv.cv_results_["mean_n_iter"].sum()
+    rls = float(np.median(cold["LapRLSClassifier()"]))
+    svm = float(np.median(cold["LapSVMClassifier()"]))
+    print(f"7 × 7 grid (the CV estimators' default γ_A × γ_I), 50 labels + 50 validation "
+          f"labels, medians of {args.rounds} interleaved rounds:")
+    print(f"one cold LapRLSClassifier() fit: {1e3 * rls:.1f} ms; one cold "
+          f"LapSVMClassifier() fit: {1e3 * svm:.1f} ms")
+    print("| grid | grid time ms | × one cold LapRLS fit | × one cold LapSVM fit | "
+          "iterations (sum over candidates) |")
+    print("|---|---|---|---|---|")
+    for name in grids:
+        g = float(np.median(times[name]))
+        print(f"| {name} | {1e3 * g:.0f} | {g / rls:.1f} | {g / svm:.1f} | {iters[name]:.0f} |",
+              flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--draws", type=int, default=10)
     ap.add_argument("--part", choices=["all", "accuracy", "timing"], default="all")
+    ap.add_argument("--rounds", type=int, default=5, help="timing: interleaved rounds")
     ap.add_argument("--only", nargs="*", help="exact method names (table rows) to run")
     ap.add_argument("--details", action="store_true",
                     help="per draw: test error, validation accuracy, time, chosen setting "

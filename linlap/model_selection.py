@@ -38,6 +38,7 @@ from ._validation import check_graph_param, check_positive_int, check_tol
 from .estimators import LapRLSClassifier, LapSVMClassifier, _LinearLapClassifier
 from .graph import KNNGraph
 from .solvers.laprls import laprls_grid
+from .solvers.newton import lapsvm_grid
 from .solvers.path import path_for_targets, path_reduction
 
 __all__ = ["LapSVMPathClassifier", "LapRLSClassifierCV", "LapSVMClassifierCV"]
@@ -359,6 +360,12 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
         return vals
 
     def _check_grid(self):
+        if self.method not in ("shifted", "warm"):
+            raise ValueError(f"method must be 'shifted' or 'warm', got {self.method!r}.")
+        p = self.patience
+        if p is not None and (not isinstance(p, numbers.Integral) or isinstance(p, bool)
+                              or p < 1):
+            raise ValueError(f"patience must be None or an integer >= 1, got {p!r}.")
         gA = self._grid_values("gamma_A")
         gI = self._grid_values("gamma_I")
         powers = [None] if self.power is None else (
@@ -490,20 +497,15 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
             for ik, ip, iq in combos:
                 graph = graphs[(ks[ik], powers[ip])]
                 if self._shifted(priors[iq]):
-                    # every (γ_A, γ_I) from one shifted CG run (LapRLS only)
+                    # every (γ_A, γ_I) from one shifted CG run
                     t = time.perf_counter()
-                    coef, intercept, info = laprls_grid(
-                        X, _targets(lab_idx, classes.size), lab_rows, graph.laplacian_matvec,
-                        gamma_A=gA, gamma_I=gI, scale=graph.scale_,
-                        fit_intercept=self.fit_intercept, tol=self.tol,
-                        max_iter=self.max_iter, monitor_rows=Xte, patience=self.patience,
-                        warn=False)
+                    coef, intercept, steps = self._grid_solve(
+                        X, _targets(lab_idx, classes.size), lab_rows, graph, gA, gI, Xte)
                     elapsed = time.perf_counter() - t
-                    n_cols = intercept.shape[2]
                     for i, j in cells:
                         c = index[(ik, ip, iq, i, j)]
                         fit_times[s, c] = elapsed / len(cells)
-                        n_iters[s, c] = info.n_iter_shift[i, j * n_cols:(j + 1) * n_cols].max()
+                        n_iters[s, c] = steps[j, i]
                         score(s, c, np.asarray(Xte @ coef[j, i].T) + intercept[j, i], yte)
                     continue
                 est = self._make_base(graph)
@@ -658,30 +660,41 @@ class LapRLSClassifierCV(_GridCV):
         self.max_iter = max_iter
         self.verbose = verbose
 
-    def _check_grid(self):
-        if self.method not in ("shifted", "warm"):
-            raise ValueError(f"method must be 'shifted' or 'warm', got {self.method!r}.")
-        p = self.patience
-        if p is not None and (not isinstance(p, numbers.Integral) or isinstance(p, bool)
-                              or p < 1):
-            raise ValueError(f"patience must be None or an integer >= 1, got {p!r}.")
-        return super()._check_grid()
-
     def _shifted(self, prior):
         return self.method == "shifted" and prior is None
+
+    def _grid_solve(self, X, T, rows, graph, gA, gI, Xscore):
+        coef, intercept, info = laprls_grid(
+            X, T, rows, graph.laplacian_matvec, gamma_A=gA, gamma_I=gI, scale=graph.scale_,
+            fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
+            monitor_rows=Xscore, patience=self.patience, warn=False)
+        c = T.shape[1]
+        steps = info.n_iter_shift.reshape(len(gA), len(gI), c).max(axis=2).T
+        return coef, intercept, steps
 
 
 class LapSVMClassifierCV(_GridCV):
     """:class:`~linlap.LapSVMClassifier` with γ_A × γ_I chosen on one shared graph.
 
     Each candidate minimises ``J = (1/l) Σ V(y_i, f(x_i)) + γ_A ‖w‖² + γ_I s fᵀL^p f`` with
-    the base estimator's loss (squared hinge by finite Newton by default). Search, warm
-    starts (Newton starts from the neighbour's w), scoring and refit as in
-    :class:`LapRLSClassifierCV`.
+    the base estimator's loss (squared hinge by finite Newton by default). Scoring and
+    refit as in :class:`LapRLSClassifierCV`.
+
+    How the grid is solved (``method``):
+
+    * ``'shifted'`` (default; squared hinge by ``solver='newton'``, ``class_prior=None``):
+      the LapRLS solutions of the whole grid come from one shifted CG run (as in
+      :class:`LapRLSClassifierCV`, with the same ``patience``); a point where every
+      labeled row has ``y f ≤ 1`` is also the LapSVM minimiser (the squared hinge equals
+      the squared loss there), the others are finished by finite Newton from their
+      LapRLS point (:func:`linlap.solvers.newton.lapsvm_grid`).
+    * ``'warm'`` (and the other losses, solvers and class-prior settings): one
+      :class:`~linlap.LapSVMClassifier` fit per candidate in snake order, Newton starting
+      from the neighbour's w when ``warm_start=True``.
 
     Parameters
     ----------
-    gamma_A, gamma_I, n_neighbors, power, class_prior, graph, cv, warm_start
+    gamma_A, gamma_I, n_neighbors, power, class_prior, graph, cv, method, patience, warm_start
         As in :class:`LapRLSClassifierCV`.
     solver, loss, memory_budget
         Passed to :class:`~linlap.LapSVMClassifier`.
@@ -690,14 +703,17 @@ class LapSVMClassifierCV(_GridCV):
 
     Attributes
     ----------
-    As in :class:`LapRLSClassifierCV` (``best_estimator_`` is a LapSVMClassifier).
+    As in :class:`LapRLSClassifierCV` (``best_estimator_`` is a LapSVMClassifier). With
+    ``method='shifted'``, ``mean_n_iter`` counts the Newton steps of a candidate's
+    refinement (0 when its LapRLS point was kept).
     """
 
     _base = LapSVMClassifier
 
     def __init__(self, gamma_A=_DEFAULT_GAMMA_A, gamma_I=_DEFAULT_GAMMA_I, *,
                  n_neighbors=None, power=None, class_prior=None, graph=None, cv=3,
-                 warm_start=True, solver="newton", loss="squared_hinge", unlabeled=-1, fit_intercept=True, tol=1e-4,
+                 method="shifted", patience=5, warm_start=True, solver="newton",
+                 loss="squared_hinge", unlabeled=-1, fit_intercept=True, tol=1e-4,
                  max_iter=50, memory_budget=2**30, verbose=0):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
@@ -706,6 +722,8 @@ class LapSVMClassifierCV(_GridCV):
         self.class_prior = class_prior
         self.graph = graph
         self.cv = cv
+        self.method = method
+        self.patience = patience
         self.warm_start = warm_start
         self.solver = solver
         self.loss = loss
@@ -718,3 +736,14 @@ class LapSVMClassifierCV(_GridCV):
 
     def _base_extra(self):
         return {"solver": self.solver, "loss": self.loss, "memory_budget": self.memory_budget}
+
+    def _shifted(self, prior):
+        return (self.method == "shifted" and prior is None and self.solver == "newton"
+                and self.loss == "squared_hinge")
+
+    def _grid_solve(self, X, T, rows, graph, gA, gI, Xscore):
+        coef, intercept, steps, _ = lapsvm_grid(
+            X, T, rows, graph.laplacian_matvec, gamma_A=gA, gamma_I=gI, scale=graph.scale_,
+            fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
+            monitor_rows=Xscore, patience=self.patience)
+        return coef, intercept, steps

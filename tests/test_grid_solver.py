@@ -242,3 +242,60 @@ def test_shifted_grid_with_patience_and_prior_list():
     ref = LapRLSClassifier(gamma_A=bp["gamma_A"], gamma_I=bp["gamma_I"], graph=g,
                            class_prior=bp["class_prior"]).fit(X, ys)
     np.testing.assert_allclose(clf.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
+
+
+# -- lapsvm_grid and LapSVMClassifierCV(method='shifted') --------------------------------
+
+def test_lapsvm_grid_equals_newton_fits():
+    from linlap.solvers.newton import lapsvm_grid, lapsvm_newton
+
+    X, y = blobs(n=80, d=10, n_classes=3, seed=21, noise=0.6)
+    g = KNNGraph(n_neighbors=6).fit(X)
+    lab = np.random.default_rng(21).choice(80, 18, replace=False)
+    T = np.where(y[lab][:, None] == np.arange(3), 1.0, -1.0)
+    gA, gI = [1e-4, 1e-2, 100.0], [1e-3, 1.0]
+    coef, b, steps, info = lapsvm_grid(X, T, lab, g.laplacian_matvec, gamma_A=gA, gamma_I=gI,
+                                       scale=g.scale_, tol=1e-10, max_iter=100,
+                                       cg_max_iter=5000)
+    # weak regularisation puts labeled rows beyond the margin (Newton refines those
+    # points); strong regularisation keeps every y f < 1 (the LapRLS point is kept)
+    assert steps[:, 0].max() > 0 and steps[:, 2].max() == 0
+    Xl = X[lab]
+    for j in range(2):
+        for i in range(3):
+            ref = lapsvm_newton(X, T, lab, g.laplacian_matvec, gamma_A=gA[i], gamma_I=gI[j],
+                                scale=g.scale_, tol=1e-10, max_iter=100, cg_max_iter=5000)
+            np.testing.assert_allclose(coef[j, i], ref.coef, rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(b[j, i], ref.intercept, rtol=1e-5, atol=1e-7)
+            if steps[j, i] == 0:
+                assert np.all(T * (Xl @ coef[j, i].T + b[j, i]) <= 1.0)
+    with pytest.raises(ValueError, match="\\+1 or -1"):
+        lapsvm_grid(X, 2 * T, lab, g.laplacian_matvec, gamma_A=gA, gamma_I=gI, scale=g.scale_)
+
+
+def test_lapsvm_cv_shifted_equals_warm():
+    from linlap import LapSVMClassifier
+    from linlap.model_selection import LapSVMClassifierCV
+
+    X, y = blobs(n=90, seed=22, noise=0.6)
+    rng = np.random.default_rng(22)
+    perm = rng.permutation(y.size)
+    ys = np.full(y.size, -1)
+    ys[perm[:16]] = y[perm[:16]]
+    yv = np.full(y.size, -1)
+    yv[perm[16:46]] = y[perm[16:46]]
+    g = KNNGraph(n_neighbors=6).fit(X)
+    grid = dict(gamma_A=[1e-4, 1e-1], gamma_I=[1e-3, 10.0], graph=g, tol=1e-10,
+                max_iter=100)
+    shifted = LapSVMClassifierCV(**grid, patience=None).fit(X, ys, validation=yv)
+    warm = LapSVMClassifierCV(**grid, method="warm").fit(X, ys, validation=yv)
+    np.testing.assert_allclose(shifted.cv_results_["mean_test_score"],
+                               warm.cv_results_["mean_test_score"])
+    np.testing.assert_allclose(shifted.cv_results_["mean_test_hinge"],
+                               warm.cv_results_["mean_test_hinge"], rtol=1e-5, atol=1e-8)
+    assert shifted.best_params_ == warm.best_params_
+    assert isinstance(shifted.best_estimator_, LapSVMClassifier)
+    np.testing.assert_allclose(shifted.coef_, warm.coef_, rtol=1e-6, atol=1e-9)
+    # solver='tinv' / the hinge loss take the per-candidate route
+    tinv = LapSVMClassifierCV(**grid, solver="tinv").fit(X, ys, validation=yv)
+    assert tinv.cv_results_["mean_n_iter"].min() > 0

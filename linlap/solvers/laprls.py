@@ -270,13 +270,23 @@ def laprls_grid(
 
     monitor = None
     if patience is not None:
+        from .._sparse_ops import csr_matmat
+        from ..operators import _is_fast_csr
+
         Xs = monitor_rows
+        fast = _is_fast_csr(Xs)
+        Fbuf = np.empty((q, Xs.shape[0], k))
         state = {"labels": None, "same": np.zeros((q, g), dtype=int)}
 
         def monitor(t, Z, active):
             b = intercepts(Z)
-            F = np.stack([np.asarray(Xs @ Z[i]) for i in range(q)]) + b[:, None, :]
-            F = F.reshape(q, -1, g, c)             # (q, v, g, c)
+            for i in range(q):      # F = Xs Z_i + b_i for every shift
+                if fast:
+                    csr_matmat(Xs.indptr, Xs.indices, Xs.data, Z[i], b[i], True, Fbuf[i],
+                               work=Xs.nnz * k)
+                else:
+                    Fbuf[i] = np.asarray(Xs @ Z[i]) + b[i]
+            F = Fbuf.reshape(q, -1, g, c)          # (q, v, g, c)
             labels = F[..., 0] > 0 if c == 1 else F.argmax(axis=3)
             prev = state["labels"]
             if prev is not None:

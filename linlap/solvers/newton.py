@@ -17,7 +17,7 @@ from ..operators import NormalOperator
 from .cg import batched_cg
 from .laprls import LinearSolution, unlabeled_mean
 
-__all__ = ["lapsvm_newton", "lapsvm_objective", "squared_hinge_line_search"]
+__all__ = ["lapsvm_newton", "lapsvm_grid", "lapsvm_objective", "squared_hinge_line_search"]
 
 #: CG relative tolerance, KKT slack and CG iteration cap of the early Newton steps
 #: (SVMlin's BIG_EPSILON / SMALL_CGITERMAX): cheap approximate steps far from the
@@ -442,3 +442,83 @@ def lapsvm_newton(
     intercept = Z[d].copy() if fit_intercept else np.zeros(k)
     state = {"cg_iter": cg_iter, "objective": J.copy(), "Z1": Z1 if c is not None else None}
     return LinearSolution(coef, intercept, F, n_iter, residual, converged, state, history)
+
+
+def lapsvm_grid(
+    X,
+    targets,
+    labeled_rows,
+    laplacian_matvec,
+    *,
+    gamma_A,
+    gamma_I,
+    scale,
+    fit_intercept=True,
+    tol=1e-6,
+    max_iter=50,
+    cg_max_iter=1000,
+    monitor_rows=None,
+    patience=None,
+):
+    """Squared-hinge LapSVM for every (γ_I, γ_A) of a grid, from the LapRLS grid.
+
+    Minimises, for each grid point and target column, the objective of
+    :func:`lapsvm_newton`. For ±1 targets the squared hinge ``max(0, 1 − y f)²`` equals
+    the squared loss ``(y − f)²`` wherever ``y f ≤ 1``, and both are C¹; so when the
+    LapRLS minimiser has ``y_i f_i ≤ 1`` on every labeled row, the two objectives have
+    the same (zero) gradient there and it is the LapSVM minimiser as well. The LapRLS
+    solutions of the whole grid come from one shifted CG run
+    (:func:`linlap.solvers.laprls.laprls_grid`, with its early stopping); only the
+    points where a labeled row lies beyond the margin are solved by finite Newton,
+    warm-started from their LapRLS point.
+
+    Parameters
+    ----------
+    X, targets, labeled_rows, laplacian_matvec, gamma_A, gamma_I, scale, fit_intercept
+        As in :func:`~linlap.solvers.laprls.laprls_grid` (targets ±1).
+    tol : float, default=1e-6
+        CG tolerance of the LapRLS grid and tolerance of the Newton refinements.
+    max_iter, cg_max_iter : int
+        Newton steps and CG iterations per step of the refinements (the grid's shifted
+        CG runs at most ``cg_max_iter`` iterations).
+    monitor_rows, patience
+        Early stopping of the LapRLS grid (see ``laprls_grid``).
+
+    Returns
+    -------
+    coef : ndarray of shape (g, q, c, d)
+    intercept : ndarray of shape (g, q, c)
+    newton_steps : ndarray of int, shape (g, q)
+        Newton steps of each point's refinement (0: the LapRLS point was kept).
+    info : ShiftedCGInfo
+        Of the LapRLS grid.
+    """
+    from .laprls import laprls_grid
+
+    T, rows = check_rows_and_targets(X.shape[0], targets, labeled_rows)
+    if not np.all(np.abs(T) == 1):
+        raise ValueError("targets of the SVM losses must be +1 or -1.")
+    coef, intercept, info = laprls_grid(
+        X, T, rows, laplacian_matvec, gamma_A=gamma_A, gamma_I=gamma_I, scale=scale,
+        fit_intercept=fit_intercept, tol=tol, max_iter=cg_max_iter,
+        monitor_rows=monitor_rows, patience=patience, warn=False)
+    g, q = coef.shape[:2]
+    gA = np.atleast_1d(np.asarray(gamma_A, dtype=np.float64))
+    gI = np.atleast_1d(np.asarray(gamma_I, dtype=np.float64))
+    Xl = X[rows]
+    steps = np.zeros((g, q), dtype=int)
+    for j in range(g):
+        for i in range(q):
+            O = np.asarray(Xl @ coef[j, i].T) + intercept[j, i]
+            if np.all(T * O <= 1.0):
+                continue
+            init = LinearSolution(coef[j, i], intercept[j, i], None, 0, 0.0, True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                sol = lapsvm_newton(X, T, rows, laplacian_matvec, gamma_A=gA[i],
+                                    gamma_I=gI[j], scale=scale,
+                                    fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
+                                    cg_max_iter=cg_max_iter, init=init)
+            coef[j, i], intercept[j, i] = sol.coef, sol.intercept
+            steps[j, i] = sol.n_iter
+    return coef, intercept, steps, info

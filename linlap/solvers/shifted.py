@@ -21,16 +21,22 @@ __all__ = ["shifted_cg", "ShiftedCGInfo"]
 
 
 @njit(cache=True, nogil=True)
-def _update_shifted(X, Ps, R, alpha_s, beta_s, zeta_new, upd):
-    """For running systems: ``X += α_s Ps`` (old Ps), then ``Ps = β_s Ps + ζ_new R``."""
+def _update_shifted(X, Ps, R, alpha_s, beta_s, zeta_new):
+    """``X += α_s Ps`` (old Ps), then ``Ps = β_s Ps + ζ_new R``, for every system.
+
+    Stopped systems come with α_s = 0, β_s = 1, ζ_new = 0 (no change), which keeps
+    the inner loop free of branches.
+    """
     q, m, k = X.shape
     for s in range(q):
+        a = alpha_s[s]
+        bs = beta_s[s]
+        z = zeta_new[s]
         for i in range(m):
             for j in range(k):
-                if upd[s, j]:
-                    p = Ps[s, i, j]
-                    X[s, i, j] += alpha_s[s, j] * p
-                    Ps[s, i, j] = beta_s[s, j] * p + zeta_new[s, j] * R[i, j]
+                p = Ps[s, i, j]
+                X[s, i, j] += a[j] * p
+                Ps[s, i, j] = bs[j] * p + z[j] * R[i, j]
 
 
 @njit(cache=True, nogil=True)
@@ -208,7 +214,8 @@ def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, moni
         beta = np.zeros(k)
         beta[ok] = rr_new[ok] / np.where(rr[ok] > 0, rr[ok], 1.0)
         beta_s = beta * ratio ** 2
-        _update_shifted(X, Ps, R, alpha_s, beta_s, zeta_new, upd)
+        _update_shifted(X, Ps, R, np.where(upd, alpha_s, 0.0), np.where(upd, beta_s, 1.0),
+                        np.where(upd, zeta_new, 0.0))
         _direction(P, R, beta)
         zeta_old, zeta = np.where(upd, zeta, zeta_old), np.where(upd, zeta_new, zeta)
         alpha_old = np.where(ok, alpha, alpha_old)
