@@ -54,6 +54,9 @@ def accuracy(args, X, Xt, y, yt, graph):
         "LapRLSClassifierCV 7×7 patience=3 (validation)":
             lambda ys, yv: LapRLSClassifierCV(graph=graph, patience=3).fit(
                 X, ys, validation=yv),
+        "LapRLSClassifierCV 7×7 patience=4 (validation)":
+            lambda ys, yv: LapRLSClassifierCV(graph=graph, patience=4).fit(
+                X, ys, validation=yv),
         "LapRLSClassifierCV 7×7 patience=None (validation)":
             lambda ys, yv: LapRLSClassifierCV(graph=graph, patience=None).fit(
                 X, ys, validation=yv),
@@ -134,6 +137,8 @@ def timing(args, X, y, graph):
     grids = {
         "LapRLSClassifierCV(method='shifted', patience=5)":
             lambda: LapRLSClassifierCV(graph=graph, patience=5),
+        "LapRLSClassifierCV(method='shifted', patience=4)":
+            lambda: LapRLSClassifierCV(graph=graph, patience=4),
         "LapRLSClassifierCV(method='shifted', patience=None)":
             lambda: LapRLSClassifierCV(graph=graph, patience=None),
         "LapRLSClassifierCV(method='warm')": lambda: LapRLSClassifierCV(graph=graph,

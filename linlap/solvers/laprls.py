@@ -1,6 +1,11 @@
 """Linear Laplacian RLS by conjugate gradients through Xw (seed 004 §4.1)."""
 
+import warnings
+
 import numpy as np
+import scipy.sparse as sp
+from numba import njit, uintp
+from sklearn.exceptions import ConvergenceWarning
 
 from ..operators import NormalOperator, augmented_rows_T
 from .cg import batched_cg
@@ -148,6 +153,27 @@ def laprls_linear(
                           bool(info.converged.all()), state, info.history)
 
 
+@njit(cache=True, nogil=True)
+def _scoring_decisions(indptr, indices, data, Z, a, r_b, a_bb, active, F):
+    """``F[s, v, j] = x_v · Z[s, :, j] + b_sj`` for CSR rows x_v and the running systems
+    (``active[s, j]``), with the eliminated bias ``b_sj = (r_b[j] − a · Z[s, :, j]) / a_bb``."""
+    q, d, k = Z.shape
+    nv = indptr.shape[0] - 1
+    for s in range(q):
+        for j in range(k):
+            if not active[s, j]:
+                continue
+            acc = 0.0
+            for f in range(d):
+                acc += a[f] * Z[s, f, j]
+            b = (r_b[j] - acc) / a_bb
+            for r in range(nv):
+                acc = 0.0
+                for t in range(uintp(indptr[r]), uintp(indptr[r + 1])):
+                    acc += data[t] * Z[s, uintp(indices[t]), j]
+                F[s, r, j] = acc + b
+
+
 def laprls_grid(
     X,
     targets,
@@ -164,22 +190,21 @@ def laprls_grid(
     patience=None,
     warn=True,
 ):
-    """Linear LapRLS for every (γ_I, γ_A) of a grid from one shifted CG run.
+    """Linear LapRLS for every (γ_I, γ_A) of a grid, one shifted CG run per γ_I.
 
     Minimises, for each ``γ_I = gamma_I[j]``, ``γ_A = gamma_A[i]`` and target column,
     the objective of :func:`laprls_linear`
 
         J(w, b) = (1/l) Σ_{i∈labeled} (y_i − f_i)² + γ_A ‖w‖² + γ_I s fᵀ L^p f,  f = X w + b.
 
-    Dividing the l-scaled normal equations by ``β_j = γ_I s l`` gives, per column,
-    ``((1/β_j) X̃_lᵀX̃_l + X̃ᵀL^pX̃ + σ_{ij} I_w) z = X̃_lᵀ y / β_j`` with
-    ``σ_{ij} = γ_A l / β_j``: every γ_A is a *shift* of one operator, and one CG
-    recurrence per γ_I serves them all (:func:`~linlap.solvers.shifted.shifted_cg`);
-    the columns of all γ_I share each pass over X and the graph (the loss rows are
-    weighted 1/β_j per column). The unpenalised bias, which the shift must not touch,
-    is eliminated exactly: with ``a_j``, ``a_bb,j`` the bias column and corner of the
-    operator, the shifted systems are on the Schur complement
-    ``A_ww − a_j a_jᵀ / a_bb,j`` and ``b = (r_b − a_jᵀ w) / a_bb,j``.
+    For a fixed γ_I the l-scaled normal equations are
+    ``(X̃_lᵀX̃_l + β X̃ᵀL^pX̃ + γ_A l I_w) z = X̃_lᵀ y`` with ``β = γ_I s l``: every γ_A
+    is a *shift* of one operator, so one CG recurrence serves the whole γ_A column of
+    the grid (:func:`~linlap.solvers.shifted.shifted_cg`: one pass over X, p graph
+    passes and one pass over Xᵀ per iteration for all the γ_A). The unpenalised bias,
+    which the shift must not touch, is eliminated exactly: with ``a``, ``a_bb`` the
+    bias column and corner of the operator, the shifted systems are on the Schur
+    complement ``A_ww − a aᵀ / a_bb`` and ``b = (r_b − aᵀw) / a_bb``.
 
     Parameters
     ----------
@@ -201,8 +226,9 @@ def laprls_grid(
         Rows whose predicted labels (the sign of f for one target column, the argmax
         over columns otherwise) drive early stopping with ``patience``.
     patience : int, optional
-        Stop a (γ_I, γ_A) system, before ``tol``, once the labels of ``monitor_rows``
-        have stayed unchanged for ``patience`` consecutive iterations (model
+        Stop a (γ_I, γ_A) system (all its target columns), before ``tol``, once the
+        labels of ``monitor_rows`` have stayed unchanged for ``patience`` consecutive
+        iterations (model
         selection needs the labels, not the last digits; seed 003 §6.3 stops PCG on
         the same principle). None: every system runs to ``tol``.
     warn : bool, default=True
@@ -213,10 +239,11 @@ def laprls_grid(
     coef : ndarray of shape (g, q, c, d)
     intercept : ndarray of shape (g, q, c)
     info : ShiftedCGInfo
-        Its arrays are indexed (q, g·c) (shift, then γ_I-major column).
+        Its arrays are indexed (q, g·c) (shift, then γ_I-major column); ``n_iter`` is
+        the total over the γ_I runs (the number of products with the operator).
     """
     from .newton import check_rows_and_targets
-    from .shifted import shifted_cg
+    from .shifted import ShiftedCGInfo, shifted_cg
 
     T, rows = check_rows_and_targets(X.shape[0], targets, labeled_rows)
     gA = np.atleast_1d(np.asarray(gamma_A, dtype=np.float64))
@@ -233,71 +260,91 @@ def laprls_grid(
     if patience is not None and monitor_rows is None:
         raise ValueError("patience needs monitor_rows.")
     l, c = T.shape
-    d = X.shape[1]
+    n, d = X.shape
     g, q = gI.size, gA.size
-    k = g * c
-    beta = gI * scale * l                          # (g,)
-    col_beta = np.repeat(beta, c)                  # (k,) γ_I-major
-    mask = np.repeat((1.0 / col_beta)[None], l, axis=0)
-    op = NormalOperator(X, rows, laplacian_matvec, alpha=0.0, beta=1.0,
-                        fit_intercept=False, mask=mask)
-    Yk = np.tile(T, (1, g))                        # (l, k)
     Xl = X[rows]
-    B = augmented_rows_T(Xl, Yk, False) / col_beta   # X_lᵀ y / β_j
+    rhs = augmented_rows_T(Xl, T, False)                 # X_lᵀ y  (d, c)
     if fit_intercept:
-        n = X.shape[0]
         Lp1 = np.asarray(laplacian_matvec(np.ones((n, 1))))[:, 0]
-        a = (np.asarray(X.T @ Lp1).ravel()[:, None]
-             + np.asarray(Xl.sum(axis=0)).ravel()[:, None] / col_beta)   # (d, k)
-        a_bb = Lp1.sum() + l / col_beta                                    # (k,)
-        r_b = Yk.sum(axis=0) / col_beta
-        B = B - a * (r_b / a_bb)
-
-        def matvec(P, columns, out=None):
-            res = op.matvec(P, columns=columns, out=out)
-            ac = a if columns.size == k else a[:, columns]
-            res -= ac * (np.einsum("ij,ij->j", ac, P) / a_bb[columns])
-            return res
-    else:
-        def matvec(P, columns, out=None):
-            return op.matvec(P, columns=columns, out=out)
-
-    def intercepts(Z):
-        """(q, k) biases of the (q, d, k) solutions."""
-        if not fit_intercept:
-            return np.zeros((q, k))
-        return (r_b[None] - np.einsum("dk,qdk->qk", a, Z)) / a_bb[None]
-
-    monitor = None
+        XtLp1 = np.asarray(X.T @ Lp1).ravel()
+        Xl1 = np.asarray(Xl.sum(axis=0)).ravel()
+        r_b = T.sum(axis=0)                               # 1ᵀy  (c,)
+    Xs = None
     if patience is not None:
-        from .._sparse_ops import csr_matmat
-        from ..operators import _is_fast_csr
+        Xs = sp.csr_matrix(monitor_rows, dtype=np.float64) if sp.issparse(monitor_rows) \
+            else np.ascontiguousarray(monitor_rows, dtype=np.float64)
+        if Xs.ndim != 2 or Xs.shape[1] != d:
+            raise ValueError(f"monitor_rows must have {d} columns, got shape {Xs.shape}.")
 
-        Xs = monitor_rows
-        fast = _is_fast_csr(Xs)
-        Fbuf = np.empty((q, Xs.shape[0], k))
-        state = {"labels": None, "same": np.zeros((q, g), dtype=int)}
+    coef = np.empty((g, q, c, d))
+    intercept = np.zeros((g, q, c))
+    n_iter_shift = np.zeros((q, g * c), dtype=int)
+    residual = np.zeros((q, g * c))
+    converged = np.zeros((q, g * c), dtype=bool)
+    stopped = np.zeros((q, g * c), dtype=bool)
+    n_iter = 0
+    for j in range(g):
+        beta = gI[j] * scale * l
+        op = NormalOperator(X, rows, laplacian_matvec, alpha=0.0, beta=beta,
+                            fit_intercept=False)
+        if fit_intercept:
+            a = (Xl1 + beta * XtLp1)[:, None]                 # (d, 1)
+            a_bb = l + beta * Lp1.sum()
+            B = rhs - a * (r_b / a_bb)
 
-        def monitor(t, Z, active):
-            b = intercepts(Z)
-            for i in range(q):      # F = Xs Z_i + b_i for every shift
-                if fast:
-                    csr_matmat(Xs.indptr, Xs.indices, Xs.data, Z[i], b[i], True, Fbuf[i],
-                               work=Xs.nnz * k)
-                else:
-                    Fbuf[i] = np.asarray(Xs @ Z[i]) + b[i]
-            F = Fbuf.reshape(q, -1, g, c)          # (q, v, g, c)
-            labels = F[..., 0] > 0 if c == 1 else F.argmax(axis=3)
-            prev = state["labels"]
-            if prev is not None:
-                same = (labels == prev).all(axis=1)                       # (q, g)
-                state["same"] = np.where(same, state["same"] + 1, 0)
-            state["labels"] = labels
-            return np.repeat(state["same"] >= patience, c, axis=1)
+            def matvec(P, out=None, op=op, a=a, a_bb=a_bb):
+                res = op.matvec(P, out=out)
+                res -= a * ((a[:, 0] @ P) / a_bb)
+                return res
+        else:
+            a, a_bb, B, matvec = np.zeros((d, 1)), 1.0, rhs, op.matvec
+        rb = r_b if fit_intercept else np.zeros(c)
+        monitor = None
+        if Xs is not None:
+            monitor = _StableLabels(Xs, a[:, 0], rb, a_bb, q, c, patience)
+        Z, info = shifted_cg(matvec, B, gA * l, tol=tol, max_iter=max_iter, monitor=monitor,
+                             warn=False, name="LapRLS grid CG")
+        coef[j] = Z.transpose(0, 2, 1)
+        if fit_intercept:
+            intercept[j] = (rb - np.einsum("d,qdk->qk", a[:, 0], Z)) / a_bb
+        cols = slice(j * c, (j + 1) * c)
+        n_iter_shift[:, cols] = info.n_iter_shift
+        residual[:, cols] = info.residual
+        converged[:, cols] = info.converged
+        stopped[:, cols] = info.stopped
+        n_iter += info.n_iter
+    running = ~(converged | stopped)
+    if warn and running.any():
+        warnings.warn(f"LapRLS grid CG did not converge: relative residual "
+                      f"{residual[running].max():.3g} > tol={tol:g} after max_iter={max_iter} "
+                      f"iterations; increase max_iter or loosen tol.", ConvergenceWarning,
+                      stacklevel=2)
+    return coef, intercept, ShiftedCGInfo(n_iter, n_iter_shift, residual, converged, stopped)
 
-    shifts = gA[:, None] * l / col_beta[None]      # (q, k)
-    Z, info = shifted_cg(matvec, B, shifts, tol=tol, max_iter=max_iter, monitor=monitor,
-                         column_matvec=True, warn=warn, name="LapRLS grid CG")
-    b = intercepts(Z)
-    coef = Z.reshape(q, d, g, c).transpose(2, 0, 3, 1)
-    return coef, b.reshape(q, g, c).transpose(1, 0, 2), info
+
+class _StableLabels:
+    """Early stopping for :func:`laprls_grid`: stop a γ_A system once the predicted labels
+    of the scoring rows have stayed the same for ``patience`` iterations."""
+
+    def __init__(self, Xs, a, r_b, a_bb, q, c, patience):
+        self.Xs, self.a, self.r_b, self.a_bb = Xs, a, r_b, a_bb
+        self.c, self.patience = c, patience
+        self.F = np.empty((q, Xs.shape[0], c))
+        self.labels = None
+        self.same = np.zeros(q, dtype=int)
+
+    def __call__(self, t, Z, active):
+        Xs, F = self.Xs, self.F
+        if sp.issparse(Xs):
+            _scoring_decisions(Xs.indptr, Xs.indices, Xs.data, Z, self.a, self.r_b,
+                               self.a_bb, active, F)
+        else:
+            b = (self.r_b - np.einsum("d,qdk->qk", self.a, Z)) / self.a_bb
+            F[...] = np.einsum("vd,qdk->qvk", Xs, Z) + b[:, None, :]
+        # (stopped systems keep stale values: their counters no longer matter)
+        labels = F[..., 0] > 0 if self.c == 1 else F.argmax(axis=2)       # (q, v)
+        if self.labels is not None:
+            same = (labels == self.labels).all(axis=1)
+            self.same = np.where(same, self.same + 1, 0)
+        self.labels = labels
+        return np.repeat((self.same >= self.patience)[:, None], self.c, axis=1)

@@ -12,7 +12,7 @@ over X and the graph (:func:`linlap.solvers.laprls.laprls_grid`).
 import warnings
 
 import numpy as np
-from numba import njit
+from numba import njit, uintp
 from sklearn.exceptions import ConvergenceWarning
 
 from ..operators import accepts_keyword
@@ -21,44 +21,60 @@ __all__ = ["shifted_cg", "ShiftedCGInfo"]
 
 
 @njit(cache=True, nogil=True)
-def _update_shifted(X, Ps, R, alpha_s, beta_s, zeta_new):
-    """``X += α_s Ps`` (old Ps), then ``Ps = β_s Ps + ζ_new R``, for every system.
+def _iteration(X, Ps, P, R, AP, rr, zeta, zeta_old, alpha_old, beta_old, delta, active,
+               b_norm, tol, t, residual, n_iter_shift, converged):
+    """One CG step of every running column after ``AP = (A + base) P``: the base
+    recurrence (R, P, scalars) and every running shifted system (X, Ps, ζ), in place.
 
-    Stopped systems come with α_s = 0, β_s = 1, ζ_new = 0 (no change), which keeps
-    the inner loop free of branches.
+    A column whose ``pᵀAp ≤ 0`` (round-off at its solution) ends its systems.
     """
     q, m, k = X.shape
-    for s in range(q):
-        a = alpha_s[s]
-        bs = beta_s[s]
-        z = zeta_new[s]
-        for i in range(m):
-            for j in range(k):
-                p = Ps[s, i, j]
-                X[s, i, j] += a[j] * p
-                Ps[s, i, j] = bs[j] * p + z[j] * R[i, j]
-
-
-@njit(cache=True, nogil=True)
-def _update_base(R, AP, alpha, rr):
-    """``R −= α AP``, ``rr = ‖R‖²`` per column (first pass); caller then sets P."""
-    m, k = R.shape
     for j in range(k):
-        rr[j] = 0.0
-    for i in range(m):
-        for j in range(k):
-            r = R[i, j] - alpha[j] * AP[i, j]
+        running = False
+        for s in range(q):
+            running = running or active[s, j]
+        if not running:
+            continue
+        pAp = 0.0
+        for i in range(m):
+            pAp += P[i, j] * AP[i, j]
+        if not pAp > 0:
+            for s in range(q):
+                active[s, j] = False
+            continue
+        alpha = rr[j] / pAp
+        rr_new = 0.0
+        for i in range(m):
+            r = R[i, j] - alpha * AP[i, j]
             R[i, j] = r
-            rr[j] += r * r
-
-
-@njit(cache=True, nogil=True)
-def _direction(P, R, beta):
-    """``P = R + β P`` per column."""
-    m, k = P.shape
-    for i in range(m):
-        for j in range(k):
-            P[i, j] = R[i, j] + beta[j] * P[i, j]
+            rr_new += r * r
+        beta = rr_new / rr[j] if rr[j] > 0 else 0.0
+        for s in range(q):
+            if not active[s, j]:
+                continue
+            den = (alpha_old[j] * zeta_old[s, j] * (1.0 + delta[s, j] * alpha)
+                   + alpha * beta_old[j] * (zeta_old[s, j] - zeta[s, j]))
+            zn = zeta[s, j] * zeta_old[s, j] * alpha_old[j] / den if den != 0.0 else 0.0
+            ratio = zn / zeta[s, j] if zeta[s, j] != 0.0 else 0.0
+            a_s = alpha * ratio
+            b_s = beta * ratio * ratio
+            for i in range(m):
+                p = Ps[s, i, j]
+                X[s, i, j] += a_s * p
+                Ps[s, i, j] = b_s * p + zn * R[i, j]
+            zeta_old[s, j] = zeta[s, j]
+            zeta[s, j] = zn
+            res = abs(zn) * np.sqrt(rr_new) / b_norm[j]
+            residual[s, j] = res
+            n_iter_shift[s, j] = t
+            if res <= tol:
+                converged[s, j] = True
+                active[s, j] = False
+        for i in range(m):
+            P[i, j] = R[i, j] + beta * P[i, j]
+        alpha_old[j] = alpha
+        beta_old[j] = beta
+        rr[j] = rr_new
 
 
 class ShiftedCGInfo:
@@ -192,44 +208,13 @@ def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, moni
     converged = np.repeat(zero[None], q, axis=0)
     stopped = np.zeros((q, k), dtype=bool)
     residual = np.where(zero[None], 0.0, np.ones((q, k)))
-    n_iter_shift = np.zeros((q, k), dtype=int)
-    rr_new = np.empty(k)
+    n_iter_shift = np.zeros((q, k), dtype=np.int64)
     t = 0
     while t < max_iter and active.any():
-        cols = active.any(axis=0)             # columns whose base recurrence must go on
-        apply(P, AP, np.flatnonzero(cols))
-        pAp = np.where(cols, np.einsum("ij,ij->j", P, AP), 0.0)
-        ok = cols & (pAp > 0)
-        alpha = np.zeros(k)
-        alpha[ok] = rr[ok] / pAp[ok]
-        # shifted scalars (before the base scalars move on)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            den = (alpha_old * zeta_old * (1.0 + delta * alpha)
-                   + alpha * beta_old * (zeta_old - zeta))
-            zeta_new = np.where(den != 0, zeta * zeta_old * alpha_old / den, 0.0)
-            ratio = np.where(zeta != 0, zeta_new / zeta, 0.0)
-        alpha_s = alpha * ratio                # (q, k)
-        upd = active & ok[None]
-        _update_base(R, AP, alpha, rr_new)
-        beta = np.zeros(k)
-        beta[ok] = rr_new[ok] / np.where(rr[ok] > 0, rr[ok], 1.0)
-        beta_s = beta * ratio ** 2
-        _update_shifted(X, Ps, R, np.where(upd, alpha_s, 0.0), np.where(upd, beta_s, 1.0),
-                        np.where(upd, zeta_new, 0.0))
-        _direction(P, R, beta)
-        zeta_old, zeta = np.where(upd, zeta, zeta_old), np.where(upd, zeta_new, zeta)
-        alpha_old = np.where(ok, alpha, alpha_old)
-        beta_old = np.where(ok, beta, beta_old)
-        rr = np.where(ok, rr_new, rr)
+        apply(P, AP, np.flatnonzero(active.any(axis=0)))
         t += 1
-        res = np.abs(zeta) * np.sqrt(rr)[None] / b_norm[None]
-        residual = np.where(upd, res, residual)
-        n_iter_shift[upd] = t
-        done = upd & (res <= tol)
-        converged |= done
-        # a base column with p·Ap ≤ 0 (round-off at the solution) ends its systems
-        dead = active & ~ok[None]
-        active &= ~(done | dead)
+        _iteration(X, Ps, P, R, AP, rr, zeta, zeta_old, alpha_old, beta_old, delta, active,
+                   b_norm, tol, t, residual, n_iter_shift, converged)
         if monitor is not None and t % monitor_every == 0 and active.any():
             stop = np.asarray(monitor(t, X, active.copy()), dtype=bool) & active
             stopped |= stop
