@@ -6,7 +6,9 @@
   k-fold cross-validation over the labeled rows. All folds share one l × l matrix.
 * :class:`LapRLSClassifierCV`, :class:`LapSVMClassifierCV` — γ_A × γ_I (× Laplacian power,
   × class prior) grids in scikit-learn's ``*CV`` style over one shared graph (built once;
-  a power is a :meth:`KNNGraph.with_laplacian` view, L^p never formed), each fit
+  a power is a :meth:`KNNGraph.with_laplacian` view, L^p never formed). By default every
+  γ_A of a γ_I comes from one shifted CG run, each candidate stopping once its scoring
+  rows' labels are stable; ``method='warm'`` fits candidate by candidate, each
   warm-started from its neighbour on the grid.
 
 Every model here minimises the project objective
@@ -420,7 +422,7 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
         return {}
 
     def _shifted(self, prior):
-        """Whether the grid of this class-prior setting is one shifted CG run."""
+        """Whether this class-prior setting's grid is solved by shifted CG runs."""
         return False
 
     # -- fit --------------------------------------------------------------------------
@@ -497,7 +499,7 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
             for ik, ip, iq in combos:
                 graph = graphs[(ks[ik], powers[ip])]
                 if self._shifted(priors[iq]):
-                    # every (γ_A, γ_I) from one shifted CG run
+                    # every (γ_A, γ_I) from one shifted CG run per γ_I
                     t = time.perf_counter()
                     coef, intercept, steps = self._grid_solve(
                         X, _targets(lab_idx, classes.size), lab_rows, graph, gA, gI, Xte)
@@ -578,10 +580,10 @@ class LapRLSClassifierCV(_GridCV):
 
     How the grid is solved (``method``):
 
-    * ``'shifted'`` (default): for each graph, power and split, the whole γ_A × γ_I grid
-      comes from one CG recurrence — every γ_A is a shift of the same operator and the
-      γ_I share each pass over X and the graph
-      (:func:`linlap.solvers.laprls.laprls_grid`). With ``patience``, a candidate stops
+    * ``'shifted'`` (default): for each graph, power, split and γ_I, the whole column of
+      γ_A comes from one CG recurrence — every γ_A is a shift of the same operator, so
+      each iteration costs one pass over X, p graph passes and one over Xᵀ for all of
+      them (:func:`linlap.solvers.laprls.laprls_grid`). With ``patience``, a candidate stops
       once the predicted labels of the scoring rows have stayed the same for
       ``patience`` iterations (otherwise at ``tol``). Used for ``class_prior=None``;
       the other class-prior settings of a list take the ``'warm'`` route.
@@ -684,7 +686,7 @@ class LapSVMClassifierCV(_GridCV):
     How the grid is solved (``method``):
 
     * ``'shifted'`` (default; squared hinge by ``solver='newton'``, ``class_prior=None``):
-      the LapRLS solutions of the whole grid come from one shifted CG run (as in
+      the LapRLS solutions of the whole grid come from one shifted CG run per γ_I (as in
       :class:`LapRLSClassifierCV`, with the same ``patience``); a point where every
       labeled row has ``y f ≤ 1`` is also the LapSVM minimiser (the squared hinge equals
       the squared loss there), the others are finished by finite Newton from their

@@ -467,7 +467,7 @@ def lapsvm_grid(
     the squared loss ``(y − f)²`` wherever ``y f ≤ 1``, and both are C¹; so when the
     LapRLS minimiser has ``y_i f_i ≤ 1`` on every labeled row, the two objectives have
     the same (zero) gradient there and it is the LapSVM minimiser as well. The LapRLS
-    solutions of the whole grid come from one shifted CG run
+    solutions of the whole grid come from one shifted CG run per γ_I
     (:func:`linlap.solvers.laprls.laprls_grid`, with its early stopping); only the
     points where a labeled row lies beyond the margin are solved by finite Newton,
     warm-started from their LapRLS point.

@@ -109,7 +109,7 @@ class ShiftedCGInfo:
 
 
 def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, monitor_every=1,
-               column_matvec=False, warn=True, name="shifted CG"):
+               warn=True, name="shifted CG"):
     """Solve ``(A + σ_{ij} I) x_{ij} = b_j`` for every shift i and column j.
 
     Parameters
@@ -134,10 +134,6 @@ def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, moni
         still running; returns a bool mask (q, k) of systems to stop now (early
         stopping: e.g. when their predictions no longer change).
     monitor_every : int, default=1
-    column_matvec : bool, default=False
-        Call ``matvec(P, columns)`` with the indices (into B) of the columns of P:
-        once every system of a column has stopped, the column leaves the products
-        (the operator may differ by column, e.g. one loss weight per column).
     warn : bool, default=True
         ConvergenceWarning when systems stop at ``max_iter`` without meeting ``tol``.
     name : str
@@ -175,21 +171,14 @@ def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, moni
 
     with_out = accepts_keyword(matvec, "out")
     AP = np.empty((m, k))
-    all_columns = np.arange(k)
 
-    def apply(P, out, cols):
-        """``out[:, cols] = (A + base) P[:, cols]`` (all columns without ``column_matvec``)."""
-        if not column_matvec or cols.size == k:
-            if column_matvec:
-                res = matvec(P, all_columns, out=out) if with_out else matvec(P, all_columns)
-            else:
-                res = matvec(P, out=out) if with_out else matvec(P)
-            if res is not out:
-                out[...] = res
-            out += base * P
-            return out
-        Pc = np.ascontiguousarray(P[:, cols])
-        out[:, cols] = np.asarray(matvec(Pc, cols)) + base[cols] * Pc
+    def apply(P, out):
+        """``out = (A + base) P`` (columns of stopped systems included: cheap for the
+        few columns of a grid, and it keeps the product one call)."""
+        res = matvec(P, out=out) if with_out else matvec(P)
+        if res is not out:
+            out[...] = res
+        out += base * P
         return out
 
     b_norm = np.linalg.norm(B, axis=0)
@@ -211,7 +200,7 @@ def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, moni
     n_iter_shift = np.zeros((q, k), dtype=np.int64)
     t = 0
     while t < max_iter and active.any():
-        apply(P, AP, np.flatnonzero(active.any(axis=0)))
+        apply(P, AP)
         t += 1
         _iteration(X, Ps, P, R, AP, rr, zeta, zeta_old, alpha_old, beta_old, delta, active,
                    b_norm, tol, t, residual, n_iter_shift, converged)
