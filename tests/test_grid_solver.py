@@ -165,10 +165,10 @@ def test_grid_patience_stops_on_stable_labels():
 
 # -- LapRLSClassifierCV(method='shifted') ------------------------------------------------
 
-@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("n_classes,sparse", [(2, True), (3, True), (2, False)])
 @pytest.mark.parametrize("validation", ["rows", "cv"])
-def test_shifted_grid_equals_cold_fits(n_classes, validation):
-    X, y = blobs(n=90, n_classes=n_classes, seed=6 + n_classes, noise=0.6)
+def test_shifted_grid_equals_cold_fits(n_classes, sparse, validation):
+    X, y = blobs(n=90, n_classes=n_classes, seed=6 + n_classes, noise=0.6, sparse=sparse)
     rng = np.random.default_rng(n_classes)
     perm = rng.permutation(y.size)
     ys = np.full(y.size, -1)
@@ -196,8 +196,9 @@ def test_shifted_grid_equals_cold_fits(n_classes, validation):
                 np.mean(ref.predict(X[val]) == yv[val]))
 
 
-def test_shifted_grid_with_patience_and_prior_list():
-    X, y = blobs(n=90, seed=12, noise=0.6)
+@pytest.mark.parametrize("sparse", [True, False])
+def test_shifted_grid_with_patience_and_prior_list(sparse):
+    X, y = blobs(n=90, seed=12, noise=0.6, sparse=sparse)
     rng = np.random.default_rng(12)
     perm = rng.permutation(y.size)
     ys = np.full(y.size, -1)
