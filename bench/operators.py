@@ -2,9 +2,16 @@
 
     NUMBA_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python bench/operators.py \
         [--n 1000000] [--d 100000] [--nnz 80] [--degree 75] [--power 5] [--columns 1,20] \
-        [--threads 1,2] [--window W] [--dtypes float64,float32] [--probe]
+        [--threads 1,2] [--window W] [--dtypes float64,float32] [--repeat R] [--probe]
+    ... python bench/operators.py --corpus [--k 10] [--n 1000000] ...
 
 (``--n 100000 --d 20000`` runs in about a minute.)
+
+``--corpus`` replaces the synthetic problem by a real one: X = ``make_text_corpus(n)`` (TF-IDF)
+and ``KNNGraph(n_neighbors=k)`` fitted on it (SVD + pynndescent above 50,000 rows; ~5 min at
+n = 10⁶, k = 10 on 2 quiet cores), both cached under ``bench/_cache/``; the iteration is timed
+with the graph in its original node order and renumbered (``KNNGraph(reorder=...)``,
+``node_order_``), and the edge spans |position(i) − position(j)| of both orders are printed.
 
 Builds, once, a synthetic problem of the issue's size: X (n × d CSR, ``--nnz`` nonzeros
 per row, columns drawn from a Zipf-like law P(rank r) ∝ 1/r, sorted per row, rows
@@ -155,8 +162,39 @@ def make_graph(n, degree, power, rng, window=None):
     g.adjacency_ = W
     g.degree_ = np.asarray(W.sum(axis=1)).ravel()
     g.n_samples_fit_ = n
+    g.node_order_ = None  # the synthetic graph is timed in the order it was drawn
     g._set_laplacian()
     return g
+
+
+CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cache")
+
+
+def corpus_problem(n, k, seed, verbose=True):
+    """A real kNN graph: ``KNNGraph(n_neighbors=k)`` fitted on ``make_text_corpus(n)``.
+
+    X (TF-IDF, float64 CSR) and the fitted graph are cached under ``bench/_cache/``
+    (``operators_corpus_n{n}_k{k}_s{seed}.{X.npz,graph.npz}``): the graph costs ~5 min
+    at n = 10⁶, k = 10 on 2 quiet cores. Returns ``(X, graph, build_seconds or None)``.
+    """
+    from linlap.datasets import make_text_corpus
+
+    base = os.path.join(CACHE, f"operators_corpus_n{n}_k{k}_s{seed}")
+    fx, fg = base + ".X.npz", base + ".graph.npz"
+    if os.path.exists(fx) and os.path.exists(fg):
+        return sp.load_npz(fx).tocsr(), KNNGraph.load(fg), None
+    os.makedirs(CACHE, exist_ok=True)
+    t = time.perf_counter()
+    X, _ = make_text_corpus(n, random_state=seed)
+    X = sp.csr_matrix(X)
+    t_gen = time.perf_counter() - t
+    t = time.perf_counter()
+    g = KNNGraph(n_neighbors=k, random_state=seed, n_jobs=2, verbose=verbose).fit(X)
+    t_graph = time.perf_counter() - t
+    sp.save_npz(fx + ".tmp.npz", X, compressed=False)
+    os.replace(fx + ".tmp.npz", fx)
+    g.save(fg)
+    return X, g, {"generate_s": t_gen, "graph_s": t_graph}
 
 
 def csr_bytes(M):
@@ -200,6 +238,26 @@ def timed(fn, repeat):
     return best
 
 
+def graph_variants(g, corpus):
+    """[(label, graph)]: the corpus graph in its original node order and renumbered."""
+    if not corpus:
+        return [("-", g)]
+    import copy
+
+    g0 = copy.copy(g)  # shares W and the vectors; no renumbering
+    g0.node_order_ = None
+    g0._set_laplacian()
+    out = [("original", g0)]
+    if g.node_order_ is None:  # cached by a version without renumbering
+        import linlap.graph as lg
+
+        g = copy.copy(g)
+        g.node_order_ = lg._locality_order(g.adjacency_)
+        g._set_laplacian()
+    out.append(("renumbered", g))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=1_000_000)
@@ -211,12 +269,20 @@ def main():
     ap.add_argument("--labeled", type=int, default=1000)
     ap.add_argument("--iters", type=int, default=2, help="timed CG iterations")
     ap.add_argument("--scipy-iters", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="best of this many timings of each measurement (default 2 for c = 1, "
+                         "1 otherwise; raise it on a loaded machine)")
     ap.add_argument("--dtypes", default="float64,float32")
     ap.add_argument("--threads", default=None,
                     help="numba thread counts to time, e.g. 1,2 (default: all numba threads)")
     ap.add_argument("--window", type=int, default=None,
                     help="draw graph neighbours within ±window of each node (locality); "
                          "default: uniform over all nodes")
+    ap.add_argument("--corpus", action="store_true",
+                    help="a real problem instead of the synthetic one: X = make_text_corpus(n) "
+                         "and KNNGraph(n_neighbors=k) fitted on it (cached in bench/_cache/), "
+                         "timed in the original node order and renumbered")
+    ap.add_argument("--k", type=int, default=10, help="n_neighbors of the --corpus graph")
     ap.add_argument("--probe", action="store_true",
                     help="only time one graph pass without / with the gather (c = 1) and exit")
     ap.add_argument("--seed", type=int, default=0)
@@ -237,66 +303,101 @@ def main():
     ref_bw = max(bw.values())
 
     t = time.perf_counter()
-    X64 = make_X(args.n, args.d, args.nnz, rng)
-    g = make_graph(args.n, args.degree, args.power, rng, args.window)
+    if args.corpus:
+        X64, g, built = corpus_problem(args.n, args.k, args.seed)
+        if g.power != args.power:
+            g = g.with_laplacian(power=args.power)
+        n, d = X64.shape
+        what = (f"make_text_corpus({n}) ({X64.nnz / n:.1f} nnz/row) and its "
+                f"KNNGraph(n_neighbors={args.k}) ({'built: ' + str(built) if built else 'cached'})")
+    else:
+        n, d = args.n, args.d
+        X64 = make_X(n, d, args.nnz, rng)
+        g = make_graph(n, args.degree, args.power, rng, args.window)
+        what = (f"synthetic X ({n} x {d}, {X64.nnz / n:.1f} nnz/row), neighbours "
+                f"{'uniform' if args.window is None else f'within ±{args.window}'}")
     W = g.adjacency_
-    print(f"built X ({args.n} x {args.d}, {X64.nnz / args.n:.1f} nnz/row) and W "
-          f"({W.nnz / args.n:.1f} entries/row, {csr_bytes(W) / GB:.2f} GB, neighbours "
-          f"{'uniform' if args.window is None else f'within ±{args.window}'}) "
-          f"in {time.perf_counter() - t:.1f} s")
+    print(f"{what}; W {W.nnz / n:.1f} entries/row, {csr_bytes(W) / GB:.2f} GB; "
+          f"loaded in {time.perf_counter() - t:.1f} s")
+    t = time.perf_counter()
+    variants = graph_variants(g, args.corpus)
+    if args.corpus:
+        print(f"renumbering available in {time.perf_counter() - t:.1f} s "
+              "(computed here only if the cached graph lacks it)")
+        coo_r = np.repeat(np.arange(n), np.diff(W.indptr))
+        for label, gv in variants:
+            pos = np.arange(n)
+            if gv.node_order_ is not None:
+                pos[gv.node_order_] = np.arange(n)
+            span = np.abs(pos[coo_r] - pos[W.indices])
+            print(f"edge spans |pos(i) - pos(j)|, {label} order: median {np.median(span):.0f}; "
+                  + ", ".join(f"within {lim:.0e}: {np.mean(span <= lim):.1%}"
+                              for lim in (1e3, 1e4, 1e5)))
+        del coo_r, pos, span
     if args.probe:
-        for nt in threads:
-            set_num_threads(nt)
-            for name, t in gather_probe(W, rng).items():
-                print(f"one graph pass, {nt} thread(s), {name}: {t * 1e3:.0f} ms "
-                      f"({(W.data.nbytes + W.indices.nbytes) / t / GB:.2f} GB/s of W)")
+        for label, gv in variants:
+            Wv = gv.adjacency_
+            if gv.node_order_ is not None:
+                indptr, indices, data, _ = gv._renumbered["csr"]
+                Wv = sp.csr_matrix((data, indices, indptr), shape=W.shape)
+            for nt in threads:
+                set_num_threads(nt)
+                for name, t in gather_probe(Wv, rng).items():
+                    print(f"one graph pass ({label} order), {nt} thread(s), {name}: "
+                          f"{t * 1e3:.0f} ms ({(Wv.data.nbytes + Wv.indices.nbytes) / t / GB:.2f}"
+                          f" GB/s of W)")
         return
-    rows = rng.choice(args.n, args.labeled, replace=False)
+    rows = rng.choice(n, args.labeled, replace=False)
     l = rows.size
     alpha, beta = 1e-4 * l, 10.0 * g.scale_ * l
-    m = args.d + 1
+    m = d + 1
 
     print(f"\nreference streaming bandwidth: {ref_bw:.2f} GB/s (the best of the above)")
-    print("\n| X dtype | c | threads | X GB | bytes/iter GB | linlap s/iter | linlap GB/s "
-          "| % of stream | scipy s/iter | scipy GB/s | speed-up | X·W s | L^p s | Xᵀ·U s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| X dtype | c | node order | threads | X GB | bytes/iter GB | linlap s/iter "
+          "| linlap GB/s | % of stream | scipy s/iter | scipy GB/s | speed-up | X·W s | L^p s "
+          "| Xᵀ·U s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for dtname in args.dtypes.split(","):
         X = X64 if dtname == "float64" else sp.csr_matrix(
             (X64.data.astype(np.float32), X64.indices, X64.indptr), shape=X64.shape)
         for c in columns:
             B = rng.standard_normal((m, c))
             nbytes = (2 * csr_bytes(X) + args.power * csr_bytes(W)
-                      + 8 * c * ((2 + 2 * args.power) * args.n + 14 * m))
-            # plain scipy (single-threaded whatever numba's setting)
+                      + 8 * c * ((2 + 2 * args.power) * n + 14 * m))
+            # plain scipy (single-threaded whatever numba's setting), original order
             t_sc = np.nan
             if args.scipy_iters > 0:
                 mv = lambda P: scipy_matvec(X, g, rows, alpha, beta, P)  # noqa: E731
-                t_sc = timed(lambda: scipy_cg(mv, B, args.scipy_iters), 1) / args.scipy_iters
+                t_sc = timed(lambda: scipy_cg(mv, B, args.scipy_iters),
+                             args.repeat or 1) / args.scipy_iters
                 gc.collect()
-            for nt in threads:
-                set_num_threads(nt)
-                op = NormalOperator(X, rows, g.laplacian_matvec, alpha=alpha, beta=beta)
-                batched_cg(op.matvec, B, tol=0.0, max_iter=1, warn=False)  # compile, size
-                rep = 2 if c == 1 else 1  # best of `rep` runs of `iters` iterations
-                t_it = timed(lambda: batched_cg(op.matvec, B, tol=0.0, max_iter=args.iters,
-                                                warn=False), rep) / args.iters
-                # the passes alone
-                Z = np.ascontiguousarray(B)
-                F = np.empty((args.n, c))
-                U = np.empty((args.n, c))
-                work = np.empty(args.n * c)
-                out = np.empty((m, c))
-                t_fw = timed(lambda: op._forward(Z, F), rep)
-                t_lap = timed(lambda: g.laplacian_matvec(F, out=U, work=work), rep)
-                t_all = timed(lambda: op.matvec(Z, out=out), rep)
-                t_rt = max(t_all - t_fw - t_lap, 0.0)
-                op = F = U = work = None  # free the buffers before the next size
-                gc.collect()
-                print(f"| {dtname} | {c} | {nt} | {csr_bytes(X) / GB:.2f} | {nbytes / GB:.2f} | "
-                      f"{t_it:.3f} | {nbytes / t_it / GB:.2f} | "
-                      f"{100 * nbytes / t_it / GB / ref_bw:.0f}% | {t_sc:.3f} | "
-                      f"{nbytes / t_sc / GB:.2f} | {t_sc / t_it:.2f}× | "
-                      f"{t_fw:.3f} | {t_lap:.3f} | {t_rt:.3f} |", flush=True)
+            for label, gv in variants:
+                for nt in threads:
+                    set_num_threads(nt)
+                    op = NormalOperator(X, rows, gv.laplacian_matvec, alpha=alpha, beta=beta)
+                    batched_cg(op.matvec, B, tol=0.0, max_iter=1, warn=False)  # compile, size
+                    # best of `rep` runs of `iters` iterations
+                    rep = args.repeat or (2 if c == 1 else 1)
+                    t_it = timed(lambda: batched_cg(op.matvec, B, tol=0.0,
+                                                    max_iter=args.iters, warn=False),
+                                 rep) / args.iters
+                    # the passes alone
+                    Z = np.ascontiguousarray(B)
+                    F = np.empty((n, c))
+                    U = np.empty((n, c))
+                    work = np.empty(n * c)
+                    out = np.empty((m, c))
+                    t_fw = timed(lambda: op._forward(Z, F), rep)
+                    t_lap = timed(lambda: gv.laplacian_matvec(F, out=U, work=work), rep)
+                    t_all = timed(lambda: op.matvec(Z, out=out), rep)
+                    t_rt = max(t_all - t_fw - t_lap, 0.0)
+                    op = F = U = work = None  # free the buffers before the next size
+                    gc.collect()
+                    print(f"| {dtname} | {c} | {label} | {nt} | {csr_bytes(X) / GB:.2f} | "
+                          f"{nbytes / GB:.2f} | {t_it:.3f} | {nbytes / t_it / GB:.2f} | "
+                          f"{100 * nbytes / t_it / GB / ref_bw:.0f}% | {t_sc:.3f} | "
+                          f"{nbytes / t_sc / GB:.2f} | {t_sc / t_it:.2f}× | "
+                          f"{t_fw:.3f} | {t_lap:.3f} | {t_rt:.3f} |", flush=True)
         if X is not X64:
             del X
             gc.collect()

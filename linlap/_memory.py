@@ -10,6 +10,9 @@ graph, SVD embedding + pynndescent (``space='svd'``)
     ``12 nnz + 12 n c + 48 n m + 120 n k`` bytes — the normalised copy, the embedding in
     float64 and float32 (c = n_components), pynndescent's candidate heaps and trees
     (≈ 48 bytes per candidate, m = n_search_neighbors), and the weight matrix as above.
+graph, renumbered for the Laplacian passes (``reorder``, n ≥ 100,000 by default)
+    ``+ 36 n k`` bytes — the renumbered copy of W kept with the graph and one transient
+    copy while it is made.
 solve (LapRLS CG or LapSVM finite Newton)
     ``12 nnz [+ 12 nnz if X is converted] + 56 n q + 80 d q`` bytes — X, the n × q
     decision values and graph work vectors of the q = C (+1) right-hand sides (≈ 7 per
@@ -24,12 +27,17 @@ import os
 __all__ = ["graph_bytes", "solve_bytes", "available_bytes", "check_memory"]
 
 
-def graph_bytes(n, nnz, k, *, space="tfidf", n_components=50, n_search=None):
-    """Estimated peak bytes of building a k-NN graph over n rows with nnz nonzeros."""
+def graph_bytes(n, nnz, k, *, space="tfidf", n_components=50, n_search=None, reorder=False):
+    """Estimated peak bytes of building a k-NN graph over n rows with nnz nonzeros.
+
+    ``reorder``: the renumbered copy of W kept for the Laplacian passes and one
+    transient copy while it is made (2 × 12 bytes × ≈ 1.5 n k stored entries).
+    """
+    extra = 36 * n * k if reorder else 0
     if space == "svd":
         m = n_search if n_search is not None else k + 10
-        return 12 * nnz + 12 * n * n_components + 48 * n * m + 120 * n * k
-    return 24 * nnz + 120 * n * k + 2**28
+        return 12 * nnz + 12 * n * n_components + 48 * n * m + 120 * n * k + extra
+    return 24 * nnz + 120 * n * k + 2**28 + extra
 
 
 def solve_bytes(n, d, nnz, n_columns, *, converts_X=False):

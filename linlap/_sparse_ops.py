@@ -25,7 +25,9 @@ Only C-contiguous 2-D dense operands are passed (the callers guarantee it).
 import numpy as np
 from numba import njit, prange, uintp
 
-__all__ = ["csr_matmat", "csr_rmatmat_blocks", "reduce_blocks", "laplacian_pass", "scale_rows",
+__all__ = ["csr_matmat", "csr_rmatmat_blocks", "reduce_blocks", "laplacian_pass",
+           "laplacian_pass_rows", "gather_scale_rows", "permute_csr", "label_propagation",
+           "scale_rows",
            "add_loss_rows", "column_dots", "cg_update", "cg_direction", "row_blocks"]
 
 #: Below this many multiply-adds a kernel runs on the calling thread only: waking
@@ -174,6 +176,142 @@ def laplacian_pass(indptr, indices, data, x, a, b, coef, out):
             bi = b[i]
             for col in range(c):
                 out[i, col] = coef * (ai * x[i, col] - bi * out[i, col])
+
+
+@_threaded
+def laplacian_pass_rows(indptr, indices, data, rows, x, a, b, coef, out, out_rows):
+    """:func:`laplacian_pass` over a renumbered graph, with optional row indirections.
+
+    Row q of the pass is CSR row ``rows[q]`` (or row q itself when ``rows`` is
+    empty), whose column indices already refer to positions of ``x``; the
+    result of row q goes to ``out[out_rows[q]]`` (or ``out[q]`` when
+    ``out_rows`` is empty), which fuses the final un-permutation of a
+    reordered product into the last pass:
+
+    ``out[out_rows[q]] = coef (a_q x_q − b_q Σ_jj data[jj] x[indices[jj]])``,
+    jj over CSR row ``rows[q]``.
+    """
+    n = x.shape[0]
+    c = uintp(x.shape[1])
+    indirect = rows.shape[0] > 0
+    scatter = out_rows.shape[0] > 0
+    if c == 1:
+        for q in prange(n):
+            r = uintp(rows[q]) if indirect else uintp(q)
+            acc = 0.0
+            for jj in range(uintp(indptr[r]), uintp(indptr[r + 1])):
+                acc += data[jj] * x[uintp(indices[jj]), 0]
+            dst = uintp(out_rows[q]) if scatter else uintp(q)
+            out[dst, 0] = coef * (a[q] * x[q, 0] - b[q] * acc)
+    else:
+        for q in prange(n):
+            r = uintp(rows[q]) if indirect else uintp(q)
+            dst = uintp(out_rows[q]) if scatter else uintp(q)
+            for col in range(c):
+                out[dst, col] = 0.0
+            for jj in range(uintp(indptr[r]), uintp(indptr[r + 1])):
+                v = data[jj]
+                j = uintp(indices[jj])
+                for col in range(c):
+                    out[dst, col] += v * x[j, col]
+            aq = a[q]
+            bq = b[q]
+            for col in range(c):
+                out[dst, col] = coef * (aq * x[q, col] - bq * out[dst, col])
+
+
+@_threaded
+def gather_scale_rows(g, x, src_rows, out):
+    """``out[q, :] = g[q] x[src_rows[q], :]`` (a row permutation fused with a scaling)."""
+    c = x.shape[1]
+    for q in prange(out.shape[0]):
+        gq = g[q]
+        s = uintp(src_rows[q])
+        for col in range(c):
+            out[q, col] = gq * x[s, col]
+
+
+@_threaded
+def permute_csr(indptr, indices, data, order, inverse, out_indptr, out_indices, out_data):
+    """Symmetric renumbering ``P W Pᵀ`` of a CSR matrix, column indices sorted per row.
+
+    Row q of the result is row ``order[q]`` of the input with every column j
+    renamed ``inverse[j]`` (``inverse[order[q]] = q``). ``out_indptr`` must hold
+    the cumulative row lengths in the new order.
+    """
+    n = order.shape[0]
+    for q in prange(n):
+        r = order[q]
+        start = indptr[r]
+        length = indptr[r + 1] - start
+        o = out_indptr[q]
+        for t in range(length):
+            out_indices[o + t] = inverse[indices[start + t]]
+            out_data[o + t] = data[start + t]
+        if length > 64:  # a hub: sort by argsort (allocates, but such rows are rare)
+            perm = np.argsort(out_indices[o:o + length], kind="mergesort")
+            idx = out_indices[o:o + length][perm]
+            val = out_data[o:o + length][perm]
+            out_indices[o:o + length] = idx
+            out_data[o:o + length] = val
+            continue
+        # insertion sort of the row by the new column index (rows are short)
+        for t in range(1, length):
+            key = out_indices[o + t]
+            val = out_data[o + t]
+            u = t - 1
+            while u >= 0 and out_indices[o + u] > key:
+                out_indices[o + u + 1] = out_indices[o + u]
+                out_data[o + u + 1] = out_data[o + u]
+                u -= 1
+            out_indices[o + u + 1] = key
+            out_data[o + u + 1] = val
+
+
+@njit(cache=True, nogil=True)
+def label_propagation(indptr, indices, data, visit, labels, acc, touched, max_iter, tol):
+    """Weighted label propagation (community detection) on a symmetric CSR graph.
+
+    Nodes are visited in the order ``visit``; each takes the label of largest
+    total edge weight among its neighbours (ties keep the current label, else
+    the first seen), updated in place (asynchronous, serial, deterministic).
+    Stops after ``max_iter`` sweeps or when fewer than ``tol`` nodes changed.
+    ``labels`` (int, < n) holds the initial labels; ``acc`` (float64, n,
+    all zero) and ``touched`` (int, at least the maximal degree) are scratch.
+    Returns the number of sweeps.
+    """
+    n = labels.shape[0]
+    sweeps = 0
+    for it in range(max_iter):
+        sweeps += 1
+        changed = 0
+        for t in range(n):
+            i = visit[t]
+            m = 0
+            for jj in range(indptr[i], indptr[i + 1]):
+                lab = labels[indices[jj]]
+                if acc[lab] == 0.0:
+                    touched[m] = lab
+                    m += 1
+                acc[lab] += data[jj]
+            if m == 0:
+                continue
+            cur = labels[i]
+            best = cur
+            best_w = acc[cur]
+            for u in range(m):
+                lab = touched[u]
+                if acc[lab] > best_w:
+                    best_w = acc[lab]
+                    best = lab
+            for u in range(m):
+                acc[touched[u]] = 0.0
+            if best != cur:
+                labels[i] = best
+                changed += 1
+        if changed < tol:
+            break
+    return sweeps
 
 
 @_threaded
