@@ -289,7 +289,7 @@ def test_estimator_fit_identical(sparse):
 # the kernels themselves
 # ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("c", [1, 4])
+@pytest.mark.parametrize("c", [1, 3, 4, 6, 13])
 @pytest.mark.parametrize("indirect", [False, True])
 def test_kernels_against_formula(c, indirect):
     rng = np.random.default_rng(7 + c)

@@ -66,8 +66,13 @@ def exact(X):
 CASES = [(np.float64, np.int32), (np.float32, np.int32), (np.float32, np.int64)]
 
 
+# column counts: the single-column path, the 4-column scalar blocks with every remainder
+# width (2, 3, 4 + 1, 4 + 4) and the wide path (> CHUNKED_MAX_COLUMNS)
+WIDTHS = [1, 2, 3, 5, 8, 13]
+
+
 @pytest.mark.parametrize("dtype,index_dtype", CASES)
-@pytest.mark.parametrize("c", [1, 6])
+@pytest.mark.parametrize("c", WIDTHS)
 def test_csr_matmat_matches_scipy(dtype, index_dtype, c):
     X = messy_csr(dtype=dtype, index_dtype=index_dtype, seed=c)
     rng = np.random.default_rng(1)
@@ -85,7 +90,7 @@ def test_csr_matmat_matches_scipy(dtype, index_dtype, c):
 
 
 @pytest.mark.parametrize("dtype,index_dtype", CASES)
-@pytest.mark.parametrize("c", [1, 6])
+@pytest.mark.parametrize("c", WIDTHS)
 @pytest.mark.parametrize("n_blocks", [1, 3, 1000])
 def test_csr_rmatmat_matches_scipy(dtype, index_dtype, c, n_blocks):
     X = messy_csr(dtype=dtype, index_dtype=index_dtype, seed=10 + c)
@@ -121,7 +126,7 @@ def test_row_blocks_balance_nnz():
 
 
 @pytest.mark.parametrize("xdtype", [np.float32, np.float64])
-@pytest.mark.parametrize("c", [1, 6])
+@pytest.mark.parametrize("c", WIDTHS)
 def test_laplacian_pass_formula(xdtype, c):
     W = messy_csr(n=50, d=50, density=0.2, seed=4, index_dtype=np.int64)
     rng = np.random.default_rng(5)
