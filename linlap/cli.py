@@ -195,9 +195,16 @@ def _make_text_vectorizer(args):
     ngram = (1, args.ngram_max)
     stop = None if args.stop_words == "none" else args.stop_words
     if args.vectorizer == "tfidf":
+        if args.embedding:
+            from .text import EmbeddedTfidfVectorizer
+            return [("vectorizer", EmbeddedTfidfVectorizer(
+                n_components=args.embedding, min_df=args.min_df, stop_words=stop,
+                ngram_range=ngram))]
         from .text import make_vectorizer
         return [("vectorizer", make_vectorizer(min_df=args.min_df, stop_words=stop,
                                                ngram_range=ngram))]
+    if args.embedding:
+        raise ValueError("--embedding needs --vectorizer tfidf (a vocabulary)")
     from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
     return [("vectorizer", HashingVectorizer(n_features=args.n_features, ngram_range=ngram,
                                              stop_words=stop, alternate_sign=False,
@@ -224,6 +231,8 @@ def _fit(args):
         raise ValueError(f"{args.model}: is a directory; give a file name for --model")
     if args.n_neighbors < 1:
         raise ValueError("--n-neighbors must be >= 1")
+    if args.embedding < 0:
+        raise ValueError("--embedding must be >= 0 (0: no embedding)")
     class_prior = _parse_class_prior(args.class_prior)
     fmt = detect_format(args.data, args.format)
     with rep.step(f"reading {args.data}"):
@@ -271,7 +280,11 @@ def _fit(args):
             for _, step in pre:
                 X = step.fit_transform(X)
         if args.vectorizer == "tfidf":
-            rep.line(f"vocabulary: {X.shape[1]:,} terms")
+            if args.embedding:
+                m = pre[0][1].word_vectors_.shape[1]
+                rep.line(f"vocabulary: {X.shape[1] - m:,} terms + {m} embedding dimensions")
+            else:
+                rep.line(f"vocabulary: {X.shape[1]:,} terms")
     del batch
 
     k = min(args.n_neighbors, n - 1)
@@ -570,6 +583,10 @@ def build_parser():
                    help="stop-word list (default english)")
     g.add_argument("--n-features", type=int, default=2**20, metavar="N",
                    help="hashing: number of hashed features (default 2**20)")
+    g.add_argument("--embedding", type=int, default=0, metavar="N",
+                   help="tfidf: append N-dimensional document embeddings learned from all "
+                        "the texts, labeled and unlabeled (PPMI word vectors; "
+                        "linlap.text.EmbeddedTfidfVectorizer); 0 = off (default)")
     g = fit.add_argument_group("graph")
     g.add_argument("--n-neighbors", type=int, default=50, metavar="K",
                    help="neighbours per document (default 50, capped at n-1)")

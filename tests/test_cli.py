@@ -234,3 +234,23 @@ def test_plot_commands_write_png(tmp_path, corpus):
     assert res.returncode == 0, res.stderr
     assert "breakpoints; chosen gamma_I" in res.stderr
     assert (tmp_path / "path.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_fit_with_embedding(corpus, tmp_path):
+    out = tmp_path / "emb.joblib"
+    res = run("fit", corpus / "train.csv", "--model", out, "--text-column", "body",
+              "--label-column", "topic", "--n-neighbors", 10, "--embedding", 16)
+    assert res.returncode == 0, res.stderr
+    assert "16 embedding dimensions" in res.stderr
+    res = run("evaluate", out, corpus / "test.jsonl", "--text-column", "body",
+              "--label-column", "topic", "-q")
+    assert res.returncode == 0, res.stderr
+    assert float(res.stdout.split("accuracy")[1].split()[0]) > 0.7
+    res = run("top-features", out, "-n", 3)
+    assert res.returncode == 0, res.stderr
+    res = run("fit", corpus / "train.csv", "--model", out, "--text-column", "body",
+              "--label-column", "topic", "--vectorizer", "hashing", "--embedding", 16)
+    assert_user_error(res, "--embedding needs --vectorizer tfidf")
+    res = run("fit", corpus / "train.csv", "--model", out, "--text-column", "body",
+              "--label-column", "topic", "--embedding", -3)
+    assert_user_error(res, "--embedding must be >= 0")
