@@ -476,6 +476,11 @@ class KNNGraph(BaseEstimator):
         W = max(A, Aᵀ) or W = min(A, Aᵀ).
     normalized : bool, default=True
         Normalised Laplacian I − D^{-1/2} W D^{-1/2} (True) or D − W (False).
+        The estimators scale the graph term by s = 1/trace(L); the eigenvalues of
+        D − W reach about twice the largest degree, so with ``normalized=False`` and
+        p > 1 the term s fᵀL^p f is orders of magnitude larger than with the
+        normalised Laplacian at the same γ_I (γ_I must shrink accordingly, or every
+        prediction collapses to one class).
     power : int, default=5
         The operator applies L^p (p >= 1) by p sparse matrix products.
     space : {'auto', 'tfidf', 'svd'}, default='auto'
