@@ -51,11 +51,11 @@ def accuracy(args, X, Xt, y, yt, graph):
             lambda ys, yv: LapSVMPathClassifier(rho=1e-5, graph=graph).fit(X, ys),
         "LapRLSClassifierCV 7×7 (validation)":
             lambda ys, yv: LapRLSClassifierCV(graph=graph).fit(X, ys, validation=yv),
+        "LapRLSClassifierCV 7×7 patience=5 (validation)":
+            lambda ys, yv: LapRLSClassifierCV(graph=graph, patience=5).fit(
+                X, ys, validation=yv),
         "LapRLSClassifierCV 7×7 patience=3 (validation)":
             lambda ys, yv: LapRLSClassifierCV(graph=graph, patience=3).fit(
-                X, ys, validation=yv),
-        "LapRLSClassifierCV 7×7 patience=4 (validation)":
-            lambda ys, yv: LapRLSClassifierCV(graph=graph, patience=4).fit(
                 X, ys, validation=yv),
         "LapRLSClassifierCV 7×7 patience=None (validation)":
             lambda ys, yv: LapRLSClassifierCV(graph=graph, patience=None).fit(
@@ -135,17 +135,17 @@ def timing(args, X, y, graph):
     LapSVMClassifier(graph=graph).fit(X, ys)
     LapRLSClassifierCV(graph=graph, gamma_A=[1e-3], gamma_I=[1.0]).fit(X, ys, validation=yv)
     grids = {
+        "LapRLSClassifierCV(method='shifted', patience=4) (default)":
+            lambda: LapRLSClassifierCV(graph=graph, patience=4),
         "LapRLSClassifierCV(method='shifted', patience=5)":
             lambda: LapRLSClassifierCV(graph=graph, patience=5),
-        "LapRLSClassifierCV(method='shifted', patience=4)":
-            lambda: LapRLSClassifierCV(graph=graph, patience=4),
         "LapRLSClassifierCV(method='shifted', patience=None)":
             lambda: LapRLSClassifierCV(graph=graph, patience=None),
         "LapRLSClassifierCV(method='warm')": lambda: LapRLSClassifierCV(graph=graph,
                                                                         method="warm"),
         "LapRLSClassifierCV(method='warm', warm_start=False)":
             lambda: LapRLSClassifierCV(graph=graph, method="warm", warm_start=False),
-        "LapSVMClassifierCV(method='shifted', patience=5)":
+        "LapSVMClassifierCV(method='shifted', patience=4) (default)":
             lambda: LapSVMClassifierCV(graph=graph),
         "LapSVMClassifierCV(method='warm')": lambda: LapSVMClassifierCV(graph=graph,
                                                                         method="warm"),

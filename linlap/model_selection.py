@@ -609,8 +609,10 @@ class LapRLSClassifierCV(_GridCV):
     cv : int, default=3
     method : {'shifted', 'warm'}, default='shifted'
         How the grid is solved (see above).
-    patience : int or None, default=5
-        Early stopping of the ``'shifted'`` grid (None: every candidate to ``tol``).
+    patience : int or None, default=4
+        Early stopping of the ``'shifted'`` grid (None: every candidate to ``tol``). On
+        PCMAC's 7 × 7 grid, patience 4 and 5 selected models of the same test error
+        (18.8 ± 2.0 % over 10 draws; to tol: 18.7 ± 2.1; patience 3: 19.2 ± 2.5).
     warm_start : bool, default=True
         ``method='warm'``: start each fit from its grid neighbour's solution.
     unlabeled, fit_intercept, tol, max_iter, verbose
@@ -645,7 +647,7 @@ class LapRLSClassifierCV(_GridCV):
 
     def __init__(self, gamma_A=_DEFAULT_GAMMA_A, gamma_I=_DEFAULT_GAMMA_I, *,
                  n_neighbors=None, power=None, class_prior=None, graph=None, cv=3,
-                 method="shifted", patience=5, warm_start=True, unlabeled=-1,
+                 method="shifted", patience=4, warm_start=True, unlabeled=-1,
                  fit_intercept=True, tol=1e-4, max_iter=1000, verbose=0):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
@@ -715,7 +717,7 @@ class LapSVMClassifierCV(_GridCV):
 
     def __init__(self, gamma_A=_DEFAULT_GAMMA_A, gamma_I=_DEFAULT_GAMMA_I, *,
                  n_neighbors=None, power=None, class_prior=None, graph=None, cv=3,
-                 method="shifted", patience=5, warm_start=True, solver="newton",
+                 method="shifted", patience=4, warm_start=True, solver="newton",
                  loss="squared_hinge", unlabeled=-1, fit_intercept=True, tol=1e-4,
                  max_iter=50, memory_budget=2**30, verbose=0):
         self.gamma_A = gamma_A
