@@ -62,3 +62,15 @@ def blobs(n=60, d=8, n_classes=2, seed=0, sparse=True, noise=0.3):
     X[rng.random((n, d)) < 0.3] = 0.0
     X[:, -1] += 0.1  # no empty rows
     return (sp.csr_matrix(X) if sparse else X), y
+
+
+def semi_with_validation(y, n_lab, n_val, seed=0):
+    """Labels for n_lab random rows (-1 elsewhere) and, for the next n_val, validation labels."""
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(y.size)
+    lab, val = perm[:n_lab], perm[n_lab:n_lab + n_val]
+    ys = np.full(y.size, -1)
+    ys[lab] = y[lab]
+    yv = np.full(y.size, -1)
+    yv[val] = y[val]
+    return ys, yv

@@ -13,7 +13,8 @@ from linlap.model_selection import LapRLSClassifierCV
 from linlap.solvers.laprls import laprls_grid
 from linlap.solvers.shifted import shifted_cg
 
-from reference import blobs, dense_solution, random_design, random_laplacian
+from reference import (blobs, dense_solution, random_design, random_laplacian,
+                       semi_with_validation)
 
 
 def spd(m, seed=0, cond=1e3):
@@ -169,12 +170,7 @@ def test_grid_patience_stops_on_stable_labels():
 @pytest.mark.parametrize("validation", ["rows", "cv"])
 def test_shifted_grid_equals_cold_fits(n_classes, sparse, validation):
     X, y = blobs(n=90, n_classes=n_classes, seed=6 + n_classes, noise=0.6, sparse=sparse)
-    rng = np.random.default_rng(n_classes)
-    perm = rng.permutation(y.size)
-    ys = np.full(y.size, -1)
-    ys[perm[:18]] = y[perm[:18]]
-    yv = np.full(y.size, -1)
-    yv[perm[18:48]] = y[perm[18:48]]
+    ys, yv = semi_with_validation(y, 18, 30, seed=n_classes)
     g = KNNGraph(n_neighbors=6).fit(X)
     grid = dict(gamma_A=[1e-4, 1e-2, 1e-1], gamma_I=[0.1, 10.0], graph=g, tol=1e-10,
                 max_iter=5000)
@@ -199,12 +195,7 @@ def test_shifted_grid_equals_cold_fits(n_classes, sparse, validation):
 @pytest.mark.parametrize("sparse", [True, False])
 def test_shifted_grid_with_patience_and_prior_list(sparse):
     X, y = blobs(n=90, seed=12, noise=0.6, sparse=sparse)
-    rng = np.random.default_rng(12)
-    perm = rng.permutation(y.size)
-    ys = np.full(y.size, -1)
-    ys[perm[:16]] = y[perm[:16]]
-    yv = np.full(y.size, -1)
-    yv[perm[16:46]] = y[perm[16:46]]
+    ys, yv = semi_with_validation(y, 16, 30, seed=12)
     g = KNNGraph(n_neighbors=6).fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -258,12 +249,7 @@ def test_lapsvm_cv_shifted_equals_warm():
     from linlap.model_selection import LapSVMClassifierCV
 
     X, y = blobs(n=90, seed=22, noise=0.6)
-    rng = np.random.default_rng(22)
-    perm = rng.permutation(y.size)
-    ys = np.full(y.size, -1)
-    ys[perm[:16]] = y[perm[:16]]
-    yv = np.full(y.size, -1)
-    yv[perm[16:46]] = y[perm[16:46]]
+    ys, yv = semi_with_validation(y, 16, 30, seed=22)
     g = KNNGraph(n_neighbors=6).fit(X)
     grid = dict(gamma_A=[1e-4, 1e-1], gamma_I=[1e-3, 10.0], graph=g, tol=1e-10,
                 max_iter=100)

@@ -12,18 +12,7 @@ from linlap.datasets import mask_labels
 from linlap.model_selection import (LapRLSClassifierCV, LapSVMClassifierCV,
                                     LapSVMPathClassifier)
 
-from reference import blobs
-
-
-def semi_with_validation(y, n_lab, n_val, seed=0):
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(y.size)
-    lab, val = perm[:n_lab], perm[n_lab:n_lab + n_val]
-    ys = np.full(y.size, -1)
-    ys[lab] = y[lab]
-    yv = np.full(y.size, -1)
-    yv[val] = y[val]
-    return ys, yv
+from reference import blobs, semi_with_validation
 
 
 # -- LapSVMPathClassifier --------------------------------------------------------------
