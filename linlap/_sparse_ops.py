@@ -46,8 +46,9 @@ def _row_sums4(lo, hi, indices, data, x, c0, w):
     """``Σ_jj data[jj] x[indices[jj], c0 + t]`` for t < w ≤ 4, in scalar registers.
 
     With a run-time number of columns the column loop keeps its sums in memory and
-    is not vectorised for odd widths (2–7 columns cost 3–4.5× a single column per
-    column on PCMAC); four named accumulators avoid both.
+    is poorly vectorised: on PCMAC a pass over 2–8 columns cost as much as 5–7
+    single-column passes whatever the number of columns; four named accumulators
+    avoid both.
     """
     s0 = 0.0
     s1 = 0.0

@@ -503,13 +503,12 @@ class _GridCV(LinearClassifierMixin, BaseEstimator):
                     t = time.perf_counter()
                     coef, intercept, steps = self._grid_solve(
                         X, _targets(lab_idx, classes.size), lab_rows, graph, gA, gI, Xte)
-                    for i, j in cells:
-                        c = index[(ik, ip, iq, i, j)]
+                    run = [index[(ik, ip, iq, i, j)] for i, j in cells]
+                    for c, (i, j) in zip(run, cells):
                         n_iters[s, c] = steps[j, i]
                         score(s, c, np.asarray(Xte @ coef[j, i].T) + intercept[j, i], yte)
-                    for i, j in cells:      # the run's time (solve and scoring), spread evenly
-                        fit_times[s, index[(ik, ip, iq, i, j)]] = \
-                            (time.perf_counter() - t) / len(cells)
+                    # the run's time (solves and scoring), spread evenly over its candidates
+                    fit_times[s, run] = (time.perf_counter() - t) / len(cells)
                     continue
                 est = self._make_base(graph)
                 est.set_params(class_prior=priors[iq])

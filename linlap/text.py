@@ -6,6 +6,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["make_vectorizer", "EmbeddedTfidfVectorizer"]
@@ -121,11 +122,8 @@ class EmbeddedTfidfVectorizer(TransformerMixin, BaseEstimator):
             raise ValueError("No two vocabulary terms ever occur within `window` tokens of "
                              "each other: no embedding can be learned from these texts.")
         U, S, _ = randomized_svd(P, k, n_iter=4, random_state=self.random_state)
-        W = U * np.sqrt(S)
-        norms = np.linalg.norm(W, axis=1)
-        W /= np.where(norms > 0, norms, 1.0)[:, None]
-        self.word_vectors_ = W.astype(np.float32)
-        E = _normalize_rows(np.asarray(X @ self.word_vectors_, dtype=np.float64))
+        self.word_vectors_ = normalize(U * np.sqrt(S)).astype(np.float32)
+        E = normalize(np.asarray(X @ self.word_vectors_, dtype=np.float64))
         self.embedding_mean_ = E.mean(axis=0)
         return self._join(X, E)
 
@@ -133,11 +131,11 @@ class EmbeddedTfidfVectorizer(TransformerMixin, BaseEstimator):
         """``[TF-IDF, weight · embedding]`` rows (CSR)."""
         check_is_fitted(self, "word_vectors_")
         X = self.tfidf_.transform(raw_documents)
-        E = _normalize_rows(np.asarray(X @ self.word_vectors_, dtype=np.float64))
+        E = normalize(np.asarray(X @ self.word_vectors_, dtype=np.float64))
         return self._join(X, E)
 
     def _join(self, X, E):
-        E = _normalize_rows(E - self.embedding_mean_) * self.weight
+        E = normalize(E - self.embedding_mean_) * self.weight
         return sp.hstack([X, sp.csr_matrix(E)], format="csr")
 
     def get_feature_names_out(self, input_features=None):
@@ -154,11 +152,6 @@ class EmbeddedTfidfVectorizer(TransformerMixin, BaseEstimator):
         """The TF-IDF vectoriser's analyzer (raw text in, tokens out)."""
         check_is_fitted(self, "tfidf_")
         return self.tfidf_.build_analyzer()
-
-
-def _normalize_rows(E):
-    norms = np.linalg.norm(E, axis=1)
-    return E / np.where(norms > 0, norms, 1.0)[:, None]
 
 
 def _cooccurrences(docs, vectorizer, window, chunk_tokens=2_000_000):
@@ -185,8 +178,7 @@ def _cooccurrences(docs, vectorizer, window, chunk_tokens=2_000_000):
             cols.append(t[o:][same])
             vals.append(np.full(int(same.sum()), 1.0 / o))
         r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
-        block = sp.csr_matrix((v, (r, c)), shape=(V, V))
-        C = C + block + block.T
+        C = C + sp.csr_matrix((v, (r, c)), shape=(V, V))
         ids, doc_of, n_tokens = [], [], 0
 
     for i, doc in enumerate(docs):
@@ -198,7 +190,7 @@ def _cooccurrences(docs, vectorizer, window, chunk_tokens=2_000_000):
         if n_tokens >= chunk_tokens:
             flush()
     flush()
-    return C
+    return C + C.T      # pairs were counted left to right: symmetrise once
 
 
 def _ppmi(C, cds):

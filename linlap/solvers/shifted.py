@@ -108,8 +108,8 @@ class ShiftedCGInfo:
                 f"converged={int(self.converged.sum())}/{self.converged.size})")
 
 
-def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, monitor_every=1,
-               warn=True, name="shifted CG"):
+def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, warn=True,
+               name="shifted CG"):
     """Solve ``(A + σ_{ij} I) x_{ij} = b_j`` for every shift i and column j.
 
     Parameters
@@ -129,11 +129,10 @@ def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, moni
         A system stops when its relative residual is ``≤ tol``.
     max_iter : int, default=1000
     monitor : callable, optional
-        ``monitor(iteration, X, active)`` every ``monitor_every`` iterations, with the
+        ``monitor(iteration, X, active)`` after every iteration, with the
         current solutions X of shape (q, m, k) and the bool mask (q, k) of systems
         still running; returns a bool mask (q, k) of systems to stop now (early
         stopping: e.g. when their predictions no longer change).
-    monitor_every : int, default=1
     warn : bool, default=True
         ConvergenceWarning when systems stop at ``max_iter`` without meeting ``tol``.
     name : str
@@ -204,7 +203,7 @@ def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, moni
         t += 1
         _iteration(X, Ps, P, R, AP, rr, zeta, zeta_old, alpha_old, beta_old, delta, active,
                    b_norm, tol, t, residual, n_iter_shift, converged)
-        if monitor is not None and t % monitor_every == 0 and active.any():
+        if monitor is not None and active.any():
             stop = np.asarray(monitor(t, X, active.copy()), dtype=bool) & active
             stopped |= stop
             active &= ~stop
