@@ -22,6 +22,8 @@ wraparound test in the inner loops (that test made the gathers ~1.5× slower).
 Only C-contiguous 2-D dense operands are passed (the callers guarantee it).
 """
 
+import types
+
 import numpy as np
 from numba import njit, prange, uintp
 
@@ -110,6 +112,23 @@ def _scatter4(lo, hi, indices, data, B, c0, w, u0, u1, u2, u3):
             B[uintp(indices[jj]), c0] += data[jj] * u0
 
 
+def _renamed_copy(pyfunc, suffix):
+    """The same Python function under another (qualified) name.
+
+    numba's on-disk cache files a compiled function under its module, qualified
+    name and line, and the index key holds the signature but not the compile
+    options (numba issue #6845): compiling one function both with and without
+    ``parallel=True`` lets either build be loaded for the other — the parallel
+    build then runs on one thread.  The serial build gets its own name, so its
+    cache entries are its own.
+    """
+    copy = types.FunctionType(pyfunc.__code__, pyfunc.__globals__, pyfunc.__name__ + suffix,
+                              pyfunc.__defaults__, pyfunc.__closure__)
+    copy.__qualname__ = pyfunc.__qualname__ + suffix
+    copy.__doc__ = pyfunc.__doc__
+    return copy
+
+
 def _threaded(pyfunc):
     """Compile ``pyfunc`` twice — parallel (prange) and serial — and dispatch on size.
 
@@ -118,7 +137,7 @@ def _threaded(pyfunc):
     ``SERIAL_WORK``.
     """
     parallel = njit(parallel=True, cache=True, nogil=True)(pyfunc)
-    serial = njit(cache=True, nogil=True)(pyfunc)
+    serial = njit(cache=True, nogil=True)(_renamed_copy(pyfunc, "_serial"))
 
     def kernel(*args, work=None):
         run = serial if work is not None and work < SERIAL_WORK else parallel

@@ -7,6 +7,9 @@ Laplacian passes against the explicit sparse power; and the CG loop and the
 operator for allocations per iteration.
 """
 
+import os
+import subprocess
+import sys
 import tracemalloc
 
 import numpy as np
@@ -14,6 +17,7 @@ import pytest
 import scipy.sparse as sp
 
 from linlap import KNNGraph
+from linlap import _sparse_ops as so
 from linlap._sparse_ops import (cg_direction, cg_update, column_dots, csr_matmat,
                                 csr_rmatmat_blocks, laplacian_pass, reduce_blocks, row_blocks,
                                 scale_rows)
@@ -513,3 +517,30 @@ def test_serial_build_of_each_kernel_equals_the_parallel_one():
         results.append((F, R, Lx, S))
     for par, ser in zip(*results):
         np.testing.assert_allclose(ser, par, rtol=1e-13, atol=1e-13)
+
+
+def test_serial_and_parallel_builds_are_cached_apart(tmp_path):
+    # numba's cache index is keyed by the function's name and signature, not by
+    # parallel=True (numba #6845): had the two builds of a kernel shared a name,
+    # whichever was compiled first would be loaded for both — the parallel build
+    # silently running on one thread.  In a fresh cache, compile the serial build
+    # first; the parallel build must then miss the cache and compile itself.
+    script = (
+        "import numpy as np, scipy.sparse as sp\n"
+        "from linlap import _sparse_ops as so\n"
+        "X = sp.random(50, 20, density=0.2, format='csr', random_state=0)\n"
+        "W, out, b = np.ones((20, 1)), np.empty((50, 1)), np.zeros(1)\n"
+        "so.csr_matmat(X.indptr, X.indices, X.data, W, b, False, out, work=0)\n"
+        "so.csr_matmat(X.indptr, X.indices, X.data, W, b, False, out, work=None)\n"
+        "print(sum(so.csr_matmat.parallel.stats.cache_hits.values()),"
+        " sum(so.csr_matmat.parallel.stats.cache_misses.values()))\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, check=True)
+    hits, misses = map(int, res.stdout.split())
+    assert (hits, misses) == (0, 1)
+    for name in so.__all__:
+        kernel = getattr(so, name)
+        if hasattr(kernel, "parallel"):
+            assert (kernel.parallel.py_func.__qualname__
+                    != kernel.serial.py_func.__qualname__), name
