@@ -338,7 +338,7 @@ def main():
         for label, gv in variants:
             Wv = gv.adjacency_
             if gv.node_order_ is not None:
-                indptr, indices, data, _ = gv._renumbered["csr"]
+                indptr, indices, data = gv._renumbered["csr"]
                 Wv = sp.csr_matrix((data, indices, indptr), shape=W.shape)
             for nt in threads:
                 set_num_threads(nt)

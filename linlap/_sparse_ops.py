@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit, prange, uintp
 
 __all__ = ["csr_matmat", "csr_rmatmat_blocks", "reduce_blocks", "laplacian_pass",
-           "laplacian_pass_rows", "gather_scale_rows", "permute_csr", "label_propagation",
+           "gather_scale_rows", "permute_csr", "label_propagation",
            "scale_rows",
            "add_loss_rows", "column_dots", "cg_update", "cg_direction", "row_blocks"]
 
@@ -267,75 +267,28 @@ def reduce_blocks(buf, n_blocks, colsum, coef, alpha, Z, use_bias, out):
 
 
 @_threaded
-def laplacian_pass(indptr, indices, data, x, a, b, coef, out):
-    """One fused pass ``out_i = coef (a_i x_i − b_i Σ_j w_ij x_j)``, parallel over rows.
+def laplacian_pass(indptr, indices, data, x, a, b, coef, out, out_rows):
+    """One fused pass ``y_q = coef (a_q x_q − b_q Σ_j w_qj x_j)``, parallel over rows.
 
-    ``x`` may be float32 or float64; the sums and ``out`` are float64. ``out``
-    must not overlap ``x``.
-    """
-    n = indptr.shape[0] - 1
-    c = uintp(x.shape[1])
-    if c == 1:
-        for i in prange(n):
-            acc = 0.0
-            for jj in range(uintp(indptr[i]), uintp(indptr[i + 1])):
-                acc += data[jj] * x[uintp(indices[jj]), 0]
-            out[i, 0] = coef * (a[i] * x[i, 0] - b[i] * acc)
-    elif c <= CHUNKED_MAX_COLUMNS:
-        for i in prange(n):
-            lo, hi = uintp(indptr[i]), uintp(indptr[i + 1])
-            ai = a[i]
-            bi = b[i]
-            for c0 in range(0, c, 4):
-                w = min(uintp(4), c - c0)
-                sums = _row_sums4(lo, hi, indices, data, x, c0, w)
-                for t in range(w):
-                    out[i, c0 + t] = coef * (ai * x[i, c0 + t] - bi * sums[t])
-    else:
-        for i in prange(n):
-            for col in range(c):
-                out[i, col] = 0.0
-            for jj in range(uintp(indptr[i]), uintp(indptr[i + 1])):
-                v = data[jj]
-                j = uintp(indices[jj])
-                for col in range(c):
-                    out[i, col] += v * x[j, col]
-            ai = a[i]
-            bi = b[i]
-            for col in range(c):
-                out[i, col] = coef * (ai * x[i, col] - bi * out[i, col])
-
-
-@_threaded
-def laplacian_pass_rows(indptr, indices, data, rows, x, a, b, coef, out, out_rows):
-    """:func:`laplacian_pass` over a renumbered graph, with optional row indirections.
-
-    Row q of the pass is CSR row ``rows[q]`` (or row q itself when ``rows`` is
-    empty), whose column indices already refer to positions of ``x``; the
-    result of row q goes to ``out[out_rows[q]]`` (or ``out[q]`` when
-    ``out_rows`` is empty), which fuses the final un-permutation of a
-    reordered product into the last pass:
-
-    ``out[out_rows[q]] = coef (a_q x_q − b_q Σ_jj data[jj] x[indices[jj]])``,
-    jj over CSR row ``rows[q]``.
+    The result of row q goes to ``out[out_rows[q]]``, or to ``out[q]`` when
+    ``out_rows`` is empty — the scatter fuses the final un-permutation of a
+    renumbered graph's product into its last pass.  ``x`` may be float32 or
+    float64; the sums and ``out`` are float64.  ``out`` must not overlap ``x``.
     """
     n = x.shape[0]
     c = uintp(x.shape[1])
-    indirect = rows.shape[0] > 0
     scatter = out_rows.shape[0] > 0
     if c == 1:
         for q in prange(n):
-            r = uintp(rows[q]) if indirect else uintp(q)
             acc = 0.0
-            for jj in range(uintp(indptr[r]), uintp(indptr[r + 1])):
+            for jj in range(uintp(indptr[q]), uintp(indptr[q + 1])):
                 acc += data[jj] * x[uintp(indices[jj]), 0]
             dst = uintp(out_rows[q]) if scatter else uintp(q)
             out[dst, 0] = coef * (a[q] * x[q, 0] - b[q] * acc)
     elif c <= CHUNKED_MAX_COLUMNS:
         for q in prange(n):
-            r = uintp(rows[q]) if indirect else uintp(q)
             dst = uintp(out_rows[q]) if scatter else uintp(q)
-            lo, hi = uintp(indptr[r]), uintp(indptr[r + 1])
+            lo, hi = uintp(indptr[q]), uintp(indptr[q + 1])
             aq = a[q]
             bq = b[q]
             for c0 in range(0, c, 4):
@@ -345,11 +298,10 @@ def laplacian_pass_rows(indptr, indices, data, rows, x, a, b, coef, out, out_row
                     out[dst, c0 + t] = coef * (aq * x[q, c0 + t] - bq * sums[t])
     else:
         for q in prange(n):
-            r = uintp(rows[q]) if indirect else uintp(q)
             dst = uintp(out_rows[q]) if scatter else uintp(q)
             for col in range(c):
                 out[dst, col] = 0.0
-            for jj in range(uintp(indptr[r]), uintp(indptr[r + 1])):
+            for jj in range(uintp(indptr[q]), uintp(indptr[q + 1])):
                 v = data[jj]
                 j = uintp(indices[jj])
                 for col in range(c):

@@ -61,10 +61,8 @@ _RESERVED_NNDESCENT_KEYS = ("data", "metric", "n_neighbors", "random_state",
 # reorder='auto' renumbers the nodes for the Laplacian passes from this many rows
 # on (below it the n × c blocks the passes gather from stay in cache anyway).
 _REORDER_MIN_SAMPLES = 100_000
-# How the renumbered graph is stored for the kernels: "copy" keeps P W Pᵀ as a
-# second CSR (fastest: every pass streams it in order); "indirect" keeps only its
-# renumbered column indices and reads W's values through a row indirection.
-_REORDER_STORAGE = "copy"
+# "no row scatter" for the Laplacian pass kernel
+_NO_ROWS = np.empty(0, dtype=np.int64)
 
 
 def _is_int(x):
@@ -991,7 +989,7 @@ class KNNGraph(BaseEstimator):
                         else (self._nonisolated, self._inv_degree))
             else:
                 a, b = self.degree_, self._unit
-            laplacian_pass(W.indptr, W.indices, W.data, x, a, b, 1.0, dest,
+            laplacian_pass(W.indptr, W.indices, W.data, x, a, b, 1.0, dest, _NO_ROWS,
                            work=(W.nnz + n) * c)
             x = dest
         return out
@@ -1003,13 +1001,12 @@ class KNNGraph(BaseEstimator):
         D^{-1/2} scaling) and the last pass scatters its rows back to the
         original order, so the p passes themselves only gather from nearby rows.
         """
-        from ._sparse_ops import gather_scale_rows, laplacian_pass_rows
+        from ._sparse_ops import gather_scale_rows, laplacian_pass
 
         n = Z2.shape[0]
         order = ren["order"]
-        indptr, indices, data, rows = ren["csr"]
+        indptr, indices, data = ren["csr"]
         v = ren["vec"]
-        empty = order[:0]
         x = tmp if (p - 1) % 2 == 0 else out2
         gather_scale_rows(v["_inv_sqrt_degree"] if self.normalized else v["_unit"], Z2,
                           order, x, work=n * c)
@@ -1021,8 +1018,8 @@ class KNNGraph(BaseEstimator):
                         else (v["_nonisolated"], v["_inv_degree"]))
             else:
                 a, b = v["degree_"], v["_unit"]
-            laplacian_pass_rows(indptr, indices, data, rows, x, a, b, 1.0, dest,
-                                order if t == p else empty, work=work)
+            laplacian_pass(indptr, indices, data, x, a, b, 1.0, dest,
+                           order if t == p else _NO_ROWS, work=work)
             x = dest
         return out
 
@@ -1274,21 +1271,17 @@ def _permuted_csr(W, order, inverse):
 
 
 def _renumber_csr(W, order):
-    """CSR arrays ``(indptr, indices, data, rows)`` of P W Pᵀ for the renumbered passes.
+    """CSR arrays ``(indptr, indices, data)`` of P W Pᵀ for the renumbered passes.
 
-    Row q is node ``order[q]``; column indices are new positions.  With
-    ``_REORDER_STORAGE == "copy"`` the arrays are a full renumbered copy with
-    sorted rows (``rows`` empty: row q is stored q-th); with ``"indirect"`` only
-    the column indices are renamed and the values and row pointers are W's own
-    (``rows = order``: row q is read at W's row ``order[q]``).
+    Row q is node ``order[q]``; column indices are new positions; rows sorted.
+    A full copy: reading W's own values through the order instead (no copy) made
+    each pass 7–10× slower (bench/RESULTS.md).
     """
     n = W.shape[0]
     idx_dtype = np.int32 if n < 2**31 else np.int64
     inverse = np.empty(n, dtype=idx_dtype)
     inverse[order] = np.arange(n, dtype=idx_dtype)
-    if _REORDER_STORAGE == "indirect":
-        return W.indptr, inverse[W.indices], W.data, order
-    return _permuted_csr(W, order, inverse) + (order[:0],)
+    return _permuted_csr(W, order, inverse)
 
 
 def _check_power(p):

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 import linlap.graph as graph_mod
 from linlap import KNNGraph, LapRLSClassifier
-from linlap._sparse_ops import gather_scale_rows, laplacian_pass_rows, permute_csr
+from linlap._sparse_ops import gather_scale_rows, laplacian_pass, permute_csr
 
 from reference import blobs
 
@@ -115,22 +115,11 @@ def test_renumbering_improves_locality(X_chain):
     # reverse Cuthill–McKee alone (no clustering sweep) bounds the bandwidth
     assert edge_spans(W, graph_mod._locality_order(W, max_sweeps=0)).max() < n // 10
     # the kernel graph is P W Pᵀ with sorted rows
-    indptr, indices, data, rows = g._renumbered["csr"]
+    indptr, indices, data = g._renumbered["csr"]
     Wr = sp.csr_matrix((data, indices, indptr), shape=(n, n))
     order = g.node_order_
     np.testing.assert_array_equal(Wr.toarray(), g.adjacency_.toarray()[np.ix_(order, order)])
-    assert Wr.has_sorted_indices and rows.size == 0
-
-
-def test_indirect_storage_same_result(X_chain, monkeypatch):
-    monkeypatch.setattr(graph_mod, "_REORDER_STORAGE", "indirect")
-    g1 = KNNGraph(n_neighbors=6, power=3, reorder=True).fit(X_chain)
-    indptr, indices, data, rows = g1._renumbered["csr"]
-    assert data is g1.adjacency_.data and np.array_equal(rows, g1.node_order_)
-    g0 = KNNGraph(n_neighbors=6, power=3, reorder=False).fit(X_chain)
-    Z = np.random.default_rng(0).standard_normal((X_chain.shape[0], 2))
-    np.testing.assert_allclose(g1.laplacian_matvec(Z), g0.laplacian_matvec(Z),
-                               rtol=0, atol=1e-12)
+    assert Wr.has_sorted_indices
 
 
 def test_auto_threshold(X_chain, monkeypatch):
@@ -290,8 +279,7 @@ def test_estimator_fit_identical(sparse):
 # ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("c", [1, 3, 4, 6, 13])
-@pytest.mark.parametrize("indirect", [False, True])
-def test_kernels_against_formula(c, indirect):
+def test_kernels_against_formula(c):
     rng = np.random.default_rng(7 + c)
     n = 50
     W = sp.random(n, n, density=0.1, random_state=rng, format="csr")
@@ -318,15 +306,12 @@ def test_kernels_against_formula(c, indirect):
     np.testing.assert_array_equal(x, gsc[:, None] * z[order])
     a, b = rng.standard_normal(n), rng.standard_normal(n)
     out = np.empty((n, c))
-    if indirect:
-        args = (W.indptr, inverse[W.indices], W.data, order)
-    else:
-        args = (Wr.indptr, Wr.indices, Wr.data, order[:0])
-    laplacian_pass_rows(*args, x, a, b, 1.5, out, order)
+    args = (Wr.indptr, Wr.indices, Wr.data)
+    laplacian_pass(*args, x, a, b, 1.5, out, order)
     ref = np.empty((n, c))
     ref[order] = 1.5 * (a[:, None] * x - b[:, None] * (Wr @ x))
     np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-13)
-    laplacian_pass_rows(*args, x, a, b, 1.5, out, order[:0])
+    laplacian_pass(*args, x, a, b, 1.5, out, order[:0])
     np.testing.assert_allclose(out, 1.5 * (a[:, None] * x - b[:, None] * (Wr @ x)),
                                rtol=1e-13, atol=1e-13)
 

@@ -138,7 +138,7 @@ def test_laplacian_pass_formula(xdtype, c):
     a, b, g = rng.random(50), rng.random(50), rng.random(50)
     Wd = exact(W)
     out = np.full((50, c), np.nan)
-    laplacian_pass(W.indptr, W.indices, W.data, x, a, b, 1.5, out)
+    laplacian_pass(W.indptr, W.indices, W.data, x, a, b, 1.5, out, np.empty(0, np.int64))
     xd = x.astype(np.float64)
     np.testing.assert_allclose(out, 1.5 * (a[:, None] * xd - b[:, None] * (Wd @ xd)),
                                rtol=1e-12, atol=1e-12)
@@ -512,7 +512,8 @@ def test_serial_build_of_each_kernel_equals_the_parallel_one():
         R = np.empty((d + 1, 3))
         reduce_blocks(buf, 2, colsum, 1.5, 0.5, Z, True, R, work=work)
         Lx, S = np.empty((n, 3)), np.empty((n, 3))
-        laplacian_pass(G.indptr, G.indices, G.data, U, a, b, 2.0, Lx, work=work)
+        laplacian_pass(G.indptr, G.indices, G.data, U, a, b, 2.0, Lx, np.empty(0, np.int64),
+                       work=work)
         scale_rows(a, U, S, work=work)
         results.append((F, R, Lx, S))
     for par, ser in zip(*results):
