@@ -10,6 +10,9 @@ supervised baseline. Times are split into generate (= vectorise) / graph / solve
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=2 PYTHONPATH=. \\
         python bench/scale.py --n 100000 300000 1000000 2000000 [--k 10] [--plot bench/scale.png]
 
+Each run appends its rows to ``--json``; ``--replot --plot bench/scale.png`` redraws the plot
+from the last row per n there (runs made one n at a time).
+
 ``--imdb`` runs the real IMDB pipeline instead (75,000 training reviews incl. the 50,000
 unlabeled, 1,000 labels, 25,000 test reviews).
 """
@@ -125,12 +128,23 @@ def main():
                     help="append each result as a JSON line here")
     ap.add_argument("--imdb", action="store_true", help="the real IMDB pipeline instead")
     ap.add_argument("--data-dir", default=os.path.join(HERE, "..", "..", "shared", "data"))
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw --plot from the rows already in --json")
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.one is not None:  # child process
         print("RESULT " + json.dumps(run_one(args.one, args.k, args.labels, args.seed)),
               flush=True)
+        return
+    if args.replot:  # the plot from the synthetic rows already in --json (last run per n)
+        by_n = {}
+        with open(args.json) as fh:
+            for line in fh:
+                r = json.loads(line)
+                if "read_s" not in r and r["k"] == args.k:
+                    by_n[r["n"]] = r
+        plot_rows(list(by_n.values()), args.plot)
         return
     if args.imdb:
         r = run_imdb(args.k, args.labels, args.seed, args.data_dir)
@@ -168,23 +182,28 @@ def main():
               f"({r['lapsvm_iter']}) | {r['peak_gb']:.1f} | {r['linearsvc_err']:.1f} "
               f"| {r['laprls_err']:.1f} | {r['lapsvm_err']:.1f} |", flush=True)
     if args.plot and rows:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plot_rows(rows, args.plot)
 
-        ns = [r["n"] for r in rows]
-        fig, ax = plt.subplots(figsize=(5, 4))
-        for key, label in [("generate_s", "generate"), ("graph_s", "graph"),
-                           ("laprls_s", "LapRLS solve"), ("lapsvm_s", "LapSVM solve")]:
-            ax.loglog(ns, [r[key] for r in rows], "o-", label=label)
-        ax.loglog(ns, [rows[0]["graph_s"] * n / ns[0] for n in ns], "k:", label="∝ n")
-        ax.set_xlabel("documents n")
-        ax.set_ylabel("seconds")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=100)
-        print(f"wrote {args.plot}")
 
+def plot_rows(rows, path):
+    """Log-log PNG of each step's time against n."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted(rows, key=lambda r: r["n"])
+    ns = [r["n"] for r in rows]
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for key, label in [("generate_s", "generate"), ("graph_s", "graph"),
+                       ("laprls_s", "LapRLS solve"), ("lapsvm_s", "LapSVM solve")]:
+        ax.loglog(ns, [r[key] for r in rows], "o-", label=label)
+    ax.loglog(ns, [rows[0]["graph_s"] * n / ns[0] for n in ns], "k:", label="∝ n")
+    ax.set_xlabel("documents n")
+    ax.set_ylabel("seconds")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    print(f"wrote {path}")
 
 if __name__ == "__main__":
     main()
