@@ -35,6 +35,20 @@ def random_design(n, d, rng, *, sparse=True, density=0.4):
     return X if sparse else X.toarray()
 
 
+def dense_laplacian(W, normalized):
+    """L of an adjacency W (sparse or dense) as the library defines it, densely: D − W, or
+    I − D^-½WD^-½ with zero rows and columns for isolated nodes."""
+    import scipy.sparse as sp
+
+    W = W.toarray() if sp.issparse(W) else np.asarray(W)
+    deg = W.sum(axis=1)
+    if not normalized:
+        return np.diag(deg) - W
+    s = np.zeros_like(deg)
+    s[deg > 0] = 1 / np.sqrt(deg[deg > 0])
+    return np.diag((deg > 0).astype(float)) - s[:, None] * W * s[None, :]
+
+
 def random_laplacian(n, rng, *, normalized=False):
     """Dense Laplacian of a random symmetric weighted graph (D − W, or I − D^-½WD^-½)."""
     import scipy.sparse as sp

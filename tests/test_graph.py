@@ -12,6 +12,7 @@ from sklearn.preprocessing import normalize
 
 import linlap.graph as graph_mod
 from linlap.graph import KNNGraph
+from reference import dense_laplacian
 
 
 # ----------------------------------------------------------------------------
@@ -32,16 +33,6 @@ def random_sparse(n=120, d=40, density=0.15, seed=0):
 def dense_cos(X):
     Xn = normalize(X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float))
     return Xn @ Xn.T
-
-
-def ref_laplacian(W, normalized):
-    W = W.toarray() if sp.issparse(W) else W
-    deg = W.sum(axis=1)
-    if not normalized:
-        return np.diag(deg) - W
-    s = np.zeros_like(deg)
-    s[deg > 0] = 1 / np.sqrt(deg[deg > 0])
-    return np.diag((deg > 0).astype(float)) - s[:, None] * W * s[None, :]
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +158,7 @@ def test_unnormalized_laplacian(X_small):
     n = X_small.shape[0]
     np.testing.assert_allclose(g.laplacian_matvec(np.ones(n)), 0, atol=1e-12)
     L = g.laplacian_matrix().toarray()
-    np.testing.assert_allclose(L, ref_laplacian(g.adjacency_, False), atol=1e-13)
+    np.testing.assert_allclose(L, dense_laplacian(g.adjacency_, False), atol=1e-13)
     assert g.trace_ == pytest.approx(g.adjacency_.sum())
     assert g.scale_ == pytest.approx(1 / g.adjacency_.sum())
     assert np.linalg.eigvalsh(L).min() > -1e-10
@@ -193,7 +184,7 @@ def test_normalized_laplacian(X_small):
 def test_matvec_power_matches_dense(X_small, normalized, p):
     g = KNNGraph(n_neighbors=6, weight="heat", normalized=normalized, power=p).fit(X_small)
     n = X_small.shape[0]
-    Lp = np.linalg.matrix_power(ref_laplacian(g.adjacency_, normalized), p)
+    Lp = np.linalg.matrix_power(dense_laplacian(g.adjacency_, normalized), p)
     rng = np.random.RandomState(p)
     z, Z = rng.randn(n), rng.randn(n, 3)
     np.testing.assert_allclose(g.laplacian_matvec(z), Lp @ z, atol=1e-10)
@@ -203,9 +194,9 @@ def test_matvec_power_matches_dense(X_small, normalized, p):
     np.testing.assert_allclose(out32, Lp @ Z.astype(np.float32), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(g.laplacian_matrix().toarray(), Lp, atol=1e-10)
     np.testing.assert_allclose(g.laplacian_matrix(power=1).toarray(),
-                               ref_laplacian(g.adjacency_, normalized), atol=1e-12)
+                               dense_laplacian(g.adjacency_, normalized), atol=1e-12)
     # the trace is that of L, whatever the power
-    assert g.trace_ == pytest.approx(np.trace(ref_laplacian(g.adjacency_, normalized)))
+    assert g.trace_ == pytest.approx(np.trace(dense_laplacian(g.adjacency_, normalized)))
 
 
 def test_matvec_input_checks(X_small):
@@ -258,7 +249,7 @@ def test_isolated_nodes_with_mutual():
         L = g.laplacian_matrix().toarray()
         assert np.all(np.isfinite(L))
         assert not L[3].any() and not L[:, 3].any()
-        np.testing.assert_allclose(L, ref_laplacian(g.adjacency_, normalized), atol=1e-13)
+        np.testing.assert_allclose(L, dense_laplacian(g.adjacency_, normalized), atol=1e-13)
         z = np.arange(4.0)
         np.testing.assert_allclose(g.laplacian_matvec(z), L @ z, atol=1e-13)
         if normalized:
