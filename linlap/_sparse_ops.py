@@ -132,7 +132,7 @@ def _renamed_copy(pyfunc, suffix):
 
 #: Floating-point licence for the kernels that sum along CSR rows: reassociating
 #: the sum (and fusing multiply-adds) lets LLVM split it over several accumulators
-#: instead of one chain of dependent additions — 10–15 % faster passes over X and
+#: instead of one chain of dependent additions — 7–20 % faster passes over X and
 #: the graph; the sums change in the last bits only.
 _ROW_SUM_FASTMATH = frozenset({"reassoc", "contract"})
 
