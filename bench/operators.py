@@ -26,7 +26,7 @@ Then, in the same run:
     per pass (read a, read b, write a; the write-allocate read is not counted — the
     usual STREAM convention). The larger is the reference. It is measured once at the
     start and again in every timing round, next to (b) and (c): on a shared machine
-    it drifts (30–46 GB/s in one hour here), so each row's "% of stream" and
+    it drifted 24–46 GB/s within one hour here, so each row's "% of stream" and
     "speed-up" are medians of ratios taken within a round.
 (b) one CG iteration of linlap: ``batched_cg`` on ``NormalOperator`` (numba kernels,
     ``laplacian_matvec(out=, work=)``), c = 1 and c = 20 right-hand sides, time per
@@ -273,8 +273,8 @@ def main():
     ap.add_argument("--iters", type=int, default=2, help="timed CG iterations")
     ap.add_argument("--scipy-iters", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=None,
-                    help="best of this many timings of each measurement (default 2 for c = 1, "
-                         "1 otherwise; raise it on a loaded machine)")
+                    help="timing rounds per row (the median is reported; the passes alone: "
+                         "best of this many); default 2 for c = 1, 1 otherwise")
     ap.add_argument("--dtypes", default="float64,float32")
     ap.add_argument("--threads", default=None,
                     help="numba thread counts to time, e.g. 1,2 (default: all numba threads)")

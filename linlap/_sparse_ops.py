@@ -28,8 +28,7 @@ import numpy as np
 from numba import njit, prange, uintp
 
 __all__ = ["csr_matmat", "csr_rmatmat_blocks", "reduce_blocks", "laplacian_pass",
-           "gather_scale_rows", "permute_csr", "label_propagation",
-           "scale_rows",
+           "scale_rows", "permute_csr", "label_propagation",
            "add_loss_rows", "column_dots", "cg_update", "cg_direction", "row_blocks"]
 
 #: Below this many multiply-adds a kernel runs on the calling thread only. With the
@@ -324,12 +323,15 @@ def laplacian_pass(indptr, indices, data, x, a, b, coef, out, out_rows):
 
 
 @_threaded
-def gather_scale_rows(g, x, src_rows, out):
-    """``out[q, :] = g[q] x[src_rows[q], :]`` (a row permutation fused with a scaling)."""
+def scale_rows(g, x, src_rows, out):
+    """``out[q, :] = g[q] x[src_rows[q], :]``, or ``g[q] x[q, :]`` when ``src_rows`` is
+    empty (a diagonal scaling, optionally fused with a row permutation); x float32 or
+    float64, out float64."""
     c = x.shape[1]
+    gather = src_rows.shape[0] > 0
     for q in prange(out.shape[0]):
         gq = g[q]
-        s = uintp(src_rows[q])
+        s = uintp(src_rows[q]) if gather else uintp(q)
         for col in range(c):
             out[q, col] = gq * x[s, col]
 
@@ -372,10 +374,10 @@ def permute_csr(indptr, indices, data, order, inverse, out_indptr, out_indices, 
 
 
 @njit(cache=True, nogil=True)
-def label_propagation(indptr, indices, data, visit, labels, acc, touched, max_iter, tol):
+def label_propagation(indptr, indices, data, labels, acc, touched, max_iter, tol):
     """Weighted label propagation (community detection) on a symmetric CSR graph.
 
-    Nodes are visited in the order ``visit``; each takes the label of largest
+    Nodes are visited in storage order; each takes the label of largest
     total edge weight among its neighbours (ties keep the current label, else
     the first seen), updated in place (asynchronous, serial, deterministic).
     Stops after ``max_iter`` sweeps or when fewer than ``tol`` nodes changed.
@@ -388,8 +390,7 @@ def label_propagation(indptr, indices, data, visit, labels, acc, touched, max_it
     for it in range(max_iter):
         sweeps += 1
         changed = 0
-        for t in range(n):
-            i = visit[t]
+        for i in range(n):
             m = 0
             for jj in range(indptr[i], indptr[i + 1]):
                 lab = labels[indices[jj]]
@@ -415,16 +416,6 @@ def label_propagation(indptr, indices, data, visit, labels, acc, touched, max_it
         if changed < tol:
             break
     return sweeps
-
-
-@_threaded
-def scale_rows(g, x, out):
-    """``out[i, :] = g[i] x[i, :]`` (x float32 or float64, out float64)."""
-    c = x.shape[1]
-    for i in prange(x.shape[0]):
-        gi = g[i]
-        for col in range(c):
-            out[i, col] = gi * x[i, col]
 
 
 @njit(cache=True, nogil=True)

@@ -61,8 +61,11 @@ _RESERVED_NNDESCENT_KEYS = ("data", "metric", "n_neighbors", "random_state",
 # reorder='auto' renumbers the nodes for the Laplacian passes from this many rows
 # on (below it the n × c blocks the passes gather from stay in cache anyway).
 _REORDER_MIN_SAMPLES = 100_000
-# "no row scatter" for the Laplacian pass kernel
+# "no row permutation" for the Laplacian pass kernels
 _NO_ROWS = np.empty(0, dtype=np.int64)
+# the diagonal scalings the Laplacian passes read (see laplacian_matvec)
+_PASS_VECTORS = ("_inv_sqrt_degree", "_nonisolated", "_sqrt_degree", "_inv_degree", "_unit",
+                 "degree_")
 
 
 def _is_int(x):
@@ -383,8 +386,8 @@ class KNNGraph(BaseEstimator):
     the renumbered graph and writes the last pass's rows straight back to the
     original order.  Results, ``adjacency_``, :meth:`laplacian_matrix` and
     every other attribute stay in the original row order.  Cost: fit spends
-    O(nnz(W)) more time (about 25 s at n = 10⁶, k = 10 on a loaded 2-core
-    machine, 5–10 % of the graph build) and the graph holds a second copy of
+    O(nnz(W)) more time (5.5 s at n = 10⁶ and 17 s at 2·10⁶, k = 10, on 2
+    quiet cores: 3–6 % of the graph build) and the graph holds a second copy of
     W (12 bytes per stored entry plus the n-vectors; the renumbering briefly
     needs one more).  On the 10-NN graph of 10⁶ synthetic documents
     (``bench/operators.py --corpus``) the renumbering puts 80 % of the edges
@@ -863,9 +866,7 @@ class KNNGraph(BaseEstimator):
             csr = prev["csr"]
         else:
             csr = _renumber_csr(W, order)
-        vec = {name: getattr(self, name)[order] for name in (
-            "_inv_sqrt_degree", "_nonisolated", "_sqrt_degree", "_inv_degree", "_unit",
-            "degree_")}
+        vec = {name: getattr(self, name)[order] for name in _PASS_VECTORS}
         self._renumbered = {"W": W, "order": order, "csr": csr, "vec": vec}
 
     def __getstate__(self):
@@ -952,13 +953,13 @@ class KNNGraph(BaseEstimator):
         elif np.may_share_memory(out, Z2):
             raise ValueError("out must not overlap Z.")
         out2 = out.reshape(n, c)
-        if not hasattr(self, "_unit"):  # unpickled from a version without these vectors
-            self._set_laplacian()
         ren = getattr(self, "_renumbered", False)
         order = getattr(self, "node_order_", None)
         if ren is False or (ren is None) != (order is None) or (ren is not None and (
                 ren["W"] is not self.adjacency_ or ren["order"] is not order)):
-            self._set_laplacian()  # unpickled, or adjacency_ / node_order_ replaced since
+            # unpickled (possibly from a version without the pass vectors), or
+            # adjacency_ / node_order_ replaced since
+            self._set_laplacian()
             ren = self._renumbered
         tmp = None
         if p >= 2 or self.normalized or ren is not None:
@@ -974,42 +975,20 @@ class KNNGraph(BaseEstimator):
                     raise ValueError("work must not overlap Z or out.")
         from ._sparse_ops import laplacian_pass, scale_rows
 
-        if ren is not None:
-            return self._renumbered_matvec(ren, Z2, out, out2, tmp, p, c)
-        W = self.adjacency_
+        if ren is not None:  # passes on P W Pᵀ, vectors in the new order
+            (indptr, indices, data), v, order = ren["csr"], ren["vec"], ren["order"]
+        else:
+            W = self.adjacency_
+            indptr, indices, data = W.indptr, W.indices, W.data
+            v = {name: getattr(self, name) for name in _PASS_VECTORS}
+            order = None
         x = Z2
-        if self.normalized:
-            # v_0 = D^{-1/2} z, in the buffer the first graph pass does not write
+        if self.normalized or order is not None:
+            # v_0 = D^{-1/2} z (gathered into the new order on a renumbered graph), in
+            # the buffer the first graph pass does not write
             x = tmp if (p - 1) % 2 == 0 else out2
-            scale_rows(self._inv_sqrt_degree, Z2, x, work=n * c)
-        for t in range(1, p + 1):
-            dest = out2 if (p - t) % 2 == 0 else tmp
-            if self.normalized:
-                a, b = ((self._sqrt_degree, self._inv_sqrt_degree) if t == p
-                        else (self._nonisolated, self._inv_degree))
-            else:
-                a, b = self.degree_, self._unit
-            laplacian_pass(W.indptr, W.indices, W.data, x, a, b, 1.0, dest, _NO_ROWS,
-                           work=(W.nnz + n) * c)
-            x = dest
-        return out
-
-    def _renumbered_matvec(self, ren, Z2, out, out2, tmp, p, c):
-        """The passes of :meth:`laplacian_matvec` on the renumbered graph.
-
-        The first pass's input is gathered into the new order (fused with the
-        D^{-1/2} scaling) and the last pass scatters its rows back to the
-        original order, so the p passes themselves only gather from nearby rows.
-        """
-        from ._sparse_ops import gather_scale_rows, laplacian_pass
-
-        n = Z2.shape[0]
-        order = ren["order"]
-        indptr, indices, data = ren["csr"]
-        v = ren["vec"]
-        x = tmp if (p - 1) % 2 == 0 else out2
-        gather_scale_rows(v["_inv_sqrt_degree"] if self.normalized else v["_unit"], Z2,
-                          order, x, work=n * c)
+            scale_rows(v["_inv_sqrt_degree"] if self.normalized else v["_unit"], Z2,
+                       _NO_ROWS if order is None else order, x, work=n * c)
         work = (data.shape[0] + n) * c
         for t in range(1, p + 1):
             dest = out2 if (p - t) % 2 == 0 else tmp
@@ -1018,8 +997,9 @@ class KNNGraph(BaseEstimator):
                         else (v["_nonisolated"], v["_inv_degree"]))
             else:
                 a, b = v["degree_"], v["_unit"]
-            laplacian_pass(indptr, indices, data, x, a, b, 1.0, dest,
-                           order if t == p else _NO_ROWS, work=work)
+            # the last pass of a renumbered graph writes its rows back to the original order
+            last_rows = order if t == p and order is not None else _NO_ROWS
+            laplacian_pass(indptr, indices, data, x, a, b, 1.0, dest, last_rows, work=work)
             x = dest
         return out
 
@@ -1236,52 +1216,38 @@ def _locality_order(W, max_sweeps=10):
 
     n = W.shape[0]
     rcm = np.asarray(reverse_cuthill_mckee(W, symmetric_mode=True), dtype=np.int64)
-    pos = np.empty(n, dtype=np.int64)
-    pos[rcm] = np.arange(n)
     if W.nnz == 0 or max_sweeps < 1:
         return rcm
     # run on the RCM-renumbered graph, visiting rows in storage order: every
     # access is then near the current row (on W itself it is ~10x slower)
-    indptr, indices, data = _permuted_csr(W, rcm, pos)
-    del pos
-    visit = np.arange(n, dtype=np.int64)
-    labels = visit.copy()
+    indptr, indices, data = _renumber_csr(W, rcm)
+    labels = np.arange(n, dtype=np.int64)
     acc = np.zeros(n)
     touched = np.empty(int(np.diff(indptr).max()), dtype=np.int64)
-    label_propagation(indptr, indices, data, visit, labels, acc, touched,
-                      max_sweeps, max(1, n // 1000))
+    label_propagation(indptr, indices, data, labels, acc, touched, max_sweeps, max(1, n // 1000))
     return rcm[np.argsort(labels, kind="stable")]
 
 
-def _permuted_csr(W, order, inverse):
-    """``(indptr, indices, data)`` of P W Pᵀ (row q = node ``order[q]``), rows sorted."""
+def _renumber_csr(W, order):
+    """CSR arrays ``(indptr, indices, data)`` of P W Pᵀ: row q is node ``order[q]``,
+    column indices are new positions, rows sorted.
+
+    A full copy: reading W's own values through the order instead (no copy) made
+    each Laplacian pass 7–10× slower (bench/RESULTS.md).
+    """
     from ._sparse_ops import permute_csr
 
     n = W.shape[0]
     idx_dtype = np.int32 if n < 2**31 else np.int64
-    inverse = inverse.astype(idx_dtype, copy=False)
-    lengths = np.diff(W.indptr)[order]
+    inverse = np.empty(n, dtype=idx_dtype)
+    inverse[order] = np.arange(n, dtype=idx_dtype)
     indptr = np.zeros(n + 1, dtype=np.int64 if W.nnz >= 2**31 else W.indptr.dtype)
-    np.cumsum(lengths, out=indptr[1:])
+    np.cumsum(np.diff(W.indptr)[order], out=indptr[1:])
     indices = np.empty(W.nnz, dtype=idx_dtype)
     data = np.empty(W.nnz, dtype=W.data.dtype)
     permute_csr(W.indptr, W.indices, W.data, order, inverse, indptr, indices, data,
                 work=W.nnz)
     return indptr, indices, data
-
-
-def _renumber_csr(W, order):
-    """CSR arrays ``(indptr, indices, data)`` of P W Pᵀ for the renumbered passes.
-
-    Row q is node ``order[q]``; column indices are new positions; rows sorted.
-    A full copy: reading W's own values through the order instead (no copy) made
-    each pass 7–10× slower (bench/RESULTS.md).
-    """
-    n = W.shape[0]
-    idx_dtype = np.int32 if n < 2**31 else np.int64
-    inverse = np.empty(n, dtype=idx_dtype)
-    inverse[order] = np.arange(n, dtype=idx_dtype)
-    return _permuted_csr(W, order, inverse)
 
 
 def _check_power(p):
@@ -1346,10 +1312,8 @@ def _check_loaded_arrays(data, params, meta):
         raise ValueError("adjacency matrix is not symmetric")
     if meta.get("reordered"):
         order = data.get("node_order")
-        if order is None or order.dtype.kind not in "iu" or order.shape != (n,) or not (
-                np.array_equal(np.bincount(order.astype(np.int64, copy=False)
-                                           .clip(0, n), minlength=n + 1)[:n], np.ones(n))
-                and order.min() >= 0):
+        if (order is None or order.dtype.kind not in "iu" or order.shape != (n,)
+                or not np.array_equal(np.sort(order), np.arange(n))):
             raise ValueError("node_order is missing or not a permutation of the rows")
     deg = data["degree"]
     if deg.shape != (n,) or not np.allclose(deg, np.asarray(W.sum(axis=1)).ravel(),

@@ -9,6 +9,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted
 
+from ._validation import check_nonnegative, check_positive_int
+
 __all__ = ["make_vectorizer", "EmbeddedTfidfVectorizer"]
 
 
@@ -85,15 +87,10 @@ class EmbeddedTfidfVectorizer(TransformerMixin, BaseEstimator):
         self.sublinear_tf = sublinear_tf
 
     def _check_params(self):
-        for name in ("n_components", "window"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}.")
+        check_positive_int(self, "n_components", "window")
         if not isinstance(self.cds, numbers.Real) or not 0 < self.cds <= 1:
             raise ValueError(f"cds must be in (0, 1], got {self.cds!r}.")
-        if not isinstance(self.weight, numbers.Real) or not np.isfinite(self.weight) \
-                or self.weight < 0:
-            raise ValueError(f"weight must be a finite number >= 0, got {self.weight!r}.")
+        check_nonnegative(self, "weight")
 
     def fit(self, raw_documents, y=None):
         """Fit the TF-IDF vocabulary and the word vectors on ``raw_documents``."""
@@ -123,7 +120,7 @@ class EmbeddedTfidfVectorizer(TransformerMixin, BaseEstimator):
                              "each other: no embedding can be learned from these texts.")
         U, S, _ = randomized_svd(P, k, n_iter=4, random_state=self.random_state)
         self.word_vectors_ = normalize(U * np.sqrt(S)).astype(np.float32)
-        E = normalize(np.asarray(X @ self.word_vectors_, dtype=np.float64))
+        E = self._document_vectors(X)
         self.embedding_mean_ = E.mean(axis=0)
         return self._join(X, E)
 
@@ -131,8 +128,11 @@ class EmbeddedTfidfVectorizer(TransformerMixin, BaseEstimator):
         """``[TF-IDF, weight · embedding]`` rows (CSR)."""
         check_is_fitted(self, "word_vectors_")
         X = self.tfidf_.transform(raw_documents)
-        E = normalize(np.asarray(X @ self.word_vectors_, dtype=np.float64))
-        return self._join(X, E)
+        return self._join(X, self._document_vectors(X))
+
+    def _document_vectors(self, X):
+        """Each TF-IDF row times the word vectors, L2-normalised (not yet centred)."""
+        return normalize(np.asarray(X @ self.word_vectors_, dtype=np.float64))
 
     def _join(self, X, E):
         E = normalize(E - self.embedding_mean_) * self.weight
@@ -198,11 +198,11 @@ def _ppmi(C, cds):
     C = C.tocoo()
     if C.nnz == 0:
         return sp.csr_matrix(C.shape, dtype=np.float32)
-    total = C.data.sum()
     r = np.asarray(C.sum(axis=1)).ravel()
     c = r ** cds
     c = c / c.sum()
-    pmi = np.log(C.data) - np.log(total) - np.log(r[C.row] / total) - np.log(c[C.col])
+    # log(C_ij T / (r_i ĉ_j)) with ĉ_j = c_j T: the total T cancels
+    pmi = np.log(C.data) - np.log(r[C.row]) - np.log(c[C.col])
     keep = pmi > 0
     return sp.csr_matrix((pmi[keep].astype(np.float32), (C.row[keep], C.col[keep])),
                          shape=C.shape)

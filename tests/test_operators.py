@@ -143,7 +143,7 @@ def test_laplacian_pass_formula(xdtype, c):
     np.testing.assert_allclose(out, 1.5 * (a[:, None] * xd - b[:, None] * (Wd @ xd)),
                                rtol=1e-12, atol=1e-12)
     gx = np.full((50, c), np.nan)
-    scale_rows(g, x, gx)
+    scale_rows(g, x, np.empty(0, np.int64), gx)
     np.testing.assert_allclose(gx, g[:, None] * xd, rtol=1e-15)
 
 
@@ -514,7 +514,7 @@ def test_serial_build_of_each_kernel_equals_the_parallel_one():
         Lx, S = np.empty((n, 3)), np.empty((n, 3))
         laplacian_pass(G.indptr, G.indices, G.data, U, a, b, 2.0, Lx, np.empty(0, np.int64),
                        work=work)
-        scale_rows(a, U, S, work=work)
+        scale_rows(a, U, np.empty(0, np.int64), S, work=work)
         results.append((F, R, Lx, S))
     for par, ser in zip(*results):
         np.testing.assert_allclose(ser, par, rtol=1e-13, atol=1e-13)
