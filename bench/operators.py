@@ -57,6 +57,7 @@ import scipy.sparse as sp  # noqa: E402
 from numba import get_num_threads, njit, prange, set_num_threads, uintp  # noqa: E402
 
 from linlap import KNNGraph  # noqa: E402
+from linlap._sparse_ops import _ROW_SUM_FASTMATH  # noqa: E402
 from linlap.operators import NormalOperator  # noqa: E402
 from linlap.solvers import batched_cg  # noqa: E402
 
@@ -86,9 +87,9 @@ def stream_bandwidth(mib=256, repeat=5):
     return res
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, fastmath=set(_ROW_SUM_FASTMATH))
 def _pass_stream(indptr, indices, data, x, out):
-    """A graph pass's loop without the gather (reads W only)."""
+    """A graph pass's loop without the gather (reads W only; the library's row-sum licence)."""
     for i in prange(indptr.shape[0] - 1):
         acc = 0.0
         for jj in range(uintp(indptr[i]), uintp(indptr[i + 1])):
@@ -96,7 +97,7 @@ def _pass_stream(indptr, indices, data, x, out):
         out[i] = acc
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, fastmath=set(_ROW_SUM_FASTMATH))
 def _pass_gather(indptr, indices, data, x, out):
     """The same loop gathering x at the neighbours (what a graph pass does at c = 1)."""
     for i in prange(indptr.shape[0] - 1):
@@ -106,16 +107,29 @@ def _pass_gather(indptr, indices, data, x, out):
         out[i] = acc
 
 
-def gather_probe(W, rng, repeat=3):
-    """Seconds of one pass over W without and with the gather of x (float64, float32)."""
+def gather_probe(W, rng, repeat=3, windows=(512, 8192)):
+    """Seconds of one pass over W without and with the gather of x (float64, float32).
+
+    Also with W's column indices replaced by random positions within ±window of
+    each row (same row lengths and weights): what the pass would cost if an
+    ordering put every neighbour that close (a bound for better renumberings).
+    """
     n = W.shape[0]
     x = rng.standard_normal(n)
     out = np.empty(n)
+    cases = [("W only", _pass_stream, W.indices, x),
+             ("gather x float64", _pass_gather, W.indices, x),
+             ("gather x float32", _pass_gather, W.indices, x.astype(np.float32))]
+    rows = np.repeat(np.arange(n), np.diff(W.indptr))
+    for h in windows:
+        near = np.clip(rows + rng.integers(-h, h + 1, size=rows.size), 0, n - 1)
+        cases.append((f"gather x float64, neighbours within ±{h} (synthetic)", _pass_gather,
+                      near.astype(W.indices.dtype), x))
+    del rows
     res = {}
-    for name, fn, arg in (("W only", _pass_stream, x), ("gather x float64", _pass_gather, x),
-                          ("gather x float32", _pass_gather, x.astype(np.float32))):
-        fn(W.indptr, W.indices, W.data, arg, out)
-        res[name] = timed(lambda: fn(W.indptr, W.indices, W.data, arg, out), repeat)
+    for name, fn, indices, arg in cases:
+        fn(W.indptr, indices, W.data, arg, out)
+        res[name] = timed(lambda: fn(W.indptr, indices, W.data, arg, out), repeat)
     return res
 
 
@@ -287,7 +301,8 @@ def main():
                          "timed in the original node order and renumbered")
     ap.add_argument("--k", type=int, default=10, help="n_neighbors of the --corpus graph")
     ap.add_argument("--probe", action="store_true",
-                    help="only time one graph pass without / with the gather (c = 1) and exit")
+                    help="only time one graph pass without / with the gather (c = 1), and with "
+                         "synthetic near neighbours (a locality bound), and exit")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
