@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from operators import corpus_problem, stream_bandwidth  # noqa: E402  (sets the thread defaults)
+from operators import _pass_stream, corpus_problem, stream_bandwidth  # noqa: E402  (sets the thread defaults)
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
@@ -46,16 +46,6 @@ FM = set(_ROW_SUM_FASTMATH)
 
 
 @njit(parallel=True, fastmath=FM)
-def x_read_only(indptr, indices, data, w, out):
-    """The X·w loop without the gather: one sum per row of data and indices."""
-    for i in prange(indptr.shape[0] - 1):
-        acc = 0.0
-        for jj in range(uintp(indptr[i]), uintp(indptr[i + 1])):
-            acc += data[jj] * indices[jj]
-        out[i, 0] = acc
-
-
-@njit(parallel=True, fastmath=FM)
 def x_gather_l1(indptr, indices, data, w, out):
     """The X·w loop with every gather confined to w[:1024] (32 KB, L1)."""
     for i in prange(indptr.shape[0] - 1):
@@ -63,16 +53,6 @@ def x_gather_l1(indptr, indices, data, w, out):
         for jj in range(uintp(indptr[i]), uintp(indptr[i + 1])):
             acc += data[jj] * w[uintp(indices[jj]) & uintp(1023), 0]
         out[i, 0] = acc
-
-
-@njit(parallel=True, fastmath=FM)
-def pass_w_only(indptr, indices, data, x, a, b, out):
-    """A graph pass's loop reading W only (no gather)."""
-    for q in prange(x.shape[0]):
-        acc = 0.0
-        for jj in range(uintp(indptr[q]), uintp(indptr[q + 1])):
-            acc += data[jj] * indices[jj]
-        out[q, 0] = a[q] * x[q, 0] - b[q] * acc
 
 
 @njit(parallel=True, fastmath=FM)
@@ -287,7 +267,7 @@ def main():
     x_cases = [
         ("X·w: library (csr_matmat)", "X·w", matmat(X, w), None),
         ("X·w loop, no gather (reads X only)", "X·w",
-         lambda: x_read_only(X.indptr, X.indices, X.data, w, out_n), None),
+         lambda: _pass_stream(X.indptr, X.indices, X.data, w, out_n[:, 0]), None),
         ("X·w loop, gathers confined to w[:1024] (L1)", "X·w",
          lambda: x_gather_l1(X.indptr, X.indices, X.data, w, out_n), None),
         ("X·w: columns by frequency", "X·w", matmat(X_freq, w[np.argsort(rank)]), "X·w"),
@@ -316,7 +296,7 @@ def main():
         ("graph pass: library (laplacian_pass)", "pass", lib(indptr, indices, data, x, a, b),
          None),
         ("pass loop, no gather (reads W only)", "pass",
-         lambda: pass_w_only(indptr, indices, data, x, a, b, out_n), None),
+         lambda: _pass_stream(indptr, indices, data, x, out_n[:, 0]), None),
         ("pass gathering a float32 iterate", "pass", lib(indptr, indices, data, x32, a, b),
          "pass32"),
         ("pass, two rows interleaved", "pass",
