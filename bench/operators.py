@@ -89,7 +89,8 @@ def stream_bandwidth(mib=256, repeat=5):
 
 @njit(parallel=True, cache=True, fastmath=set(_ROW_SUM_FASTMATH))
 def _pass_stream(indptr, indices, data, x, out):
-    """A CSR pass's loop without the gather (reads the matrix only; the library's row-sum licence)."""
+    """A CSR pass's loop without the gather: reads the matrix only (the library's
+    row-sum licence, as the gathering loop below)."""
     for i in prange(indptr.shape[0] - 1):
         acc = 0.0
         for jj in range(uintp(indptr[i]), uintp(indptr[i + 1])):
