@@ -28,7 +28,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from operators import _pass_stream, corpus_problem, stream_bandwidth  # noqa: E402  (sets the thread defaults)
+# (importing bench/operators.py also sets the NUMBA / OPENBLAS thread defaults)
+from operators import _pass_stream, corpus_problem, stream_bandwidth  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
