@@ -1,6 +1,6 @@
 """Synthetic corpus (linlap.datasets.make_text_corpus) against the real corpora, side by side.
 
-Prints one Markdown table of linlap.datasets.corpus_statistics for
+Prints one Markdown table of bench/corpus_statistics.py for
 
 * 20 Newsgroups (20 classes; 11,314 training posts, 7,532 test posts),
 * IMDB sentiment (train 25,000 labeled + unsup 50,000 unlabeled reviews; test 25,000),
@@ -8,7 +8,7 @@ Prints one Markdown table of linlap.datasets.corpus_statistics for
 
 then (with --ssl) LinearSVC against LapRLSClassifier() on 20,000 synthetic documents with and
 without sub-topics, then the time and peak memory of generating n = 10^6 documents with the
-defaults. Real corpora are read from ../shared/data and vectorised with
+defaults. Real corpora are read from --data-dir (or $LINLAP_DATA) and vectorised with
 linlap.text.make_vectorizer() fitted on the training rows (IMDB: train + unsup); the matrices
 are cached in bench/_cache/corpus_stats_*.npz.
 
@@ -34,9 +34,10 @@ import numpy as np
 import scipy.sparse as sp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.environ.get("LINLAP_DATA", os.path.join(HERE, "..", "..", "shared", "data"))
-if not os.path.isdir(DATA):
-    DATA = "/work/shared/data"
+sys.path.insert(0, HERE)
+from _data import add_data_dir, archive as data_archive  # noqa: E402
+
+DATA = None  # --data-dir / LINLAP_DATA, set by main()
 CACHE = os.path.join(HERE, "_cache")
 
 
@@ -68,11 +69,11 @@ def load_real(name):
     if os.path.exists(path):
         return _load(path)
     if name == "20news":
-        archive = os.path.join(DATA, "20news-bydate.tar.gz")
+        archive = data_archive(DATA, "20ng")
         train, test = load_20newsgroups(archive, "train"), load_20newsgroups(archive, "test")
         texts, y = train.data, train.target
     elif name == "imdb":
-        archive = os.path.join(DATA, "aclImdb_v1_text.tar.xz")
+        archive = data_archive(DATA, "imdb")
         train, test = load_imdb(archive, "train"), load_imdb(archive, "test")
         unsup = load_imdb(archive, "unsup")
         texts = train.data + unsup.data
@@ -182,7 +183,9 @@ def ssl_check(n, n_labeled, seeds, **kwargs):
 
 
 def main():
+    global DATA
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_data_dir(ap)
     ap.add_argument("--no-big", action="store_true", help="skip the n = 10^6 generation")
     ap.add_argument("--big-only", action="store_true", help="only the n = 10^6 generation")
     ap.add_argument("--big-n", type=int, default=1_000_000)
@@ -190,8 +193,9 @@ def main():
                     help="also LinearSVC vs LapRLS on n = 20,000 synthetic documents")
     ap.add_argument("--cache-only", action="store_true", help="only vectorise the real corpora")
     args = ap.parse_args()
+    DATA = args.data_dir
     warnings.simplefilter("ignore")
-    from linlap.datasets import corpus_statistics
+    from corpus_statistics import corpus_statistics
 
     if args.cache_only:
         for name in ("20news", "imdb"):

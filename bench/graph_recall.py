@@ -9,7 +9,7 @@ it is no farther than the true k-th neighbour) and the search time.
     PYTHONPATH=. python bench/graph_recall.py --corpus imdb   # IMDB train, 25,000 reviews
     PYTHONPATH=. python bench/graph_recall.py --quick         # defaults only
 
-Corpora are read from ../shared/data (see its README.md); the TF-IDF matrix
+Corpora are read from --data-dir (or $LINLAP_DATA); the TF-IDF matrix
 is cached in bench/_cache/.  The first pynndescent call of a process pays a
 numba JIT compilation; it is timed separately ("warm-up") and excluded from
 the per-configuration times.
@@ -17,6 +17,7 @@ the per-configuration times.
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
@@ -25,9 +26,10 @@ import scipy.sparse as sp
 from linlap.graph import KNNGraph
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.environ.get("LINLAP_DATA", os.path.join(HERE, "..", "..", "shared", "data"))
-if not os.path.isdir(DATA):
-    DATA = "/work/shared/data"
+sys.path.insert(0, HERE)
+from _data import add_data_dir, archive as data_archive  # noqa: E402
+
+DATA = None  # --data-dir / LINLAP_DATA, set by main()
 CACHE = os.path.join(HERE, "_cache")
 
 
@@ -41,9 +43,9 @@ def load_corpus(name):
     if os.path.exists(cache):
         return sp.load_npz(cache).tocsr()
     if name == "20news":
-        docs = load_20newsgroups(os.path.join(DATA, "20news-bydate.tar.gz"), "all").data
+        docs = load_20newsgroups(data_archive(DATA, "20ng"), "all").data
     elif name == "imdb":
-        docs = load_imdb(os.path.join(DATA, "aclImdb_v1_text.tar.xz"), "train").data
+        docs = load_imdb(data_archive(DATA, "imdb"), "train").data
     else:
         raise SystemExit(f"unknown corpus {name}")
     X = make_vectorizer().fit_transform(docs).tocsr()
@@ -64,7 +66,9 @@ def set_recall(g, exact):
 
 
 def main():
+    global DATA
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_data_dir(ap)
     ap.add_argument("--corpus", default="20news", choices=["20news", "imdb"])
     ap.add_argument("-k", type=int, default=10)
     ap.add_argument("--n-jobs", type=int, default=-1)
@@ -74,6 +78,7 @@ def main():
                     help="comma-separated n_search_neighbors values to try (instead of the defaults "
                          "and the grid)")
     args = ap.parse_args()
+    DATA = args.data_dir
     k = args.k
 
     t0 = time.perf_counter()

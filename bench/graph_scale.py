@@ -31,7 +31,7 @@ def run(strategy, n, k, seed):
 
     from linlap import KNNGraph, LapRLSClassifier
     from linlap.datasets import make_text_corpus
-    from linlap.graph import _exact_knn, _prepare_input
+    from linlap.graph.search import exact_knn as _exact_knn, prepare_input as _prepare_input
 
     warnings.simplefilter("ignore")
     X_all, y_all = make_text_corpus(n + 10_000, random_state=seed)

@@ -2,10 +2,11 @@
 25,000 test reviews. LinearSVC on the labels alone against LapRLS over a sweep of (p, γ_A, γ_I)
 on ONE exact 50-NN graph (built once, saved, reloaded on later runs).
 
-    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python bench/imdb.py [--data-dir ../shared/data]
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python bench/imdb.py [--data-dir DATA]
 """
 
 import argparse
+import sys
 import os
 import time
 import warnings
@@ -18,15 +19,18 @@ from linlap import KNNGraph, LapRLSClassifier
 from linlap.datasets import load_imdb
 from linlap.text import make_vectorizer
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _data import add_data_dir, archive as data_archive  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data-dir", default=str(HERE.parents[1] / "shared" / "data"))
+    add_data_dir(ap)
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    archive = Path(args.data_dir) / "aclImdb_v1_text.tar.xz"
+    archive = data_archive(args.data_dir, "imdb")
     train, test = load_imdb(archive, "train"), load_imdb(archive, "test")
     unsup = load_imdb(archive, "unsup")
     lab = np.random.RandomState(0).choice(len(train.data), 1000, replace=False)

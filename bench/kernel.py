@@ -59,15 +59,18 @@ first n reviews of IMDB train; graph built first and reported separately.
 """
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from linlap import KNNGraph
-from linlap.kernel_estimators import KernelLapSVMClassifier
+from linlap.estimators import KernelLapSVMClassifier
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = None  # --data-dir / LINLAP_DATA, set by main()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data import add_data_dir, archive as data_archive  # noqa: E402
 METHODS = ("newton", "stability", "validation", "mixed")
 
 
@@ -359,12 +362,12 @@ def big(corpus, n, n_labeled):
     t = time.perf_counter()
     if corpus == "20ng":
         from linlap.datasets import load_20newsgroups
-        b = load_20newsgroups(DATA / "20news-bydate.tar.gz", "all")
+        b = load_20newsgroups(data_archive(DATA, "20ng"), "all")
         y = (np.asarray(b.target) >= 10).astype(int)
         docs = b.data
     else:
         from linlap.datasets import load_imdb
-        b = load_imdb(DATA / "aclImdb_v1_text.tar.xz", "train")
+        b = load_imdb(data_archive(DATA, "imdb"), "train")
         idx = rng.permutation(len(b.data))[:n]
         docs = [b.data[i] for i in idx]
         y = np.asarray(b.target)[idx]
@@ -395,7 +398,9 @@ def big(corpus, n, n_labeled):
 
 
 def main():
+    global DATA
     ap = argparse.ArgumentParser()
+    add_data_dir(ap)
     ap.add_argument("what", choices=["tables", "speed", "big", "check"])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--sets", default="g50c,pcmac,moons")
@@ -409,6 +414,7 @@ def main():
     ap.add_argument("--gamma-A", type=float, default=1e-6)
     ap.add_argument("--gamma-I", type=float, default=1000.0)
     a = ap.parse_args()
+    DATA = a.data_dir
     if a.what == "tables":
         tables(a.reps, a.sets.split(","), tuple(a.methods.split(",")), a.select_g50c)
     elif a.what == "check":

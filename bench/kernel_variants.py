@@ -39,9 +39,10 @@ from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 from scipy.sparse.csgraph import reverse_cuthill_mckee  # noqa: E402
 
-from linlap._sparse_ops import (_ROW_SUM_FASTMATH, csr_matmat, csr_rmatmat_blocks,  # noqa: E402
-                                label_propagation, laplacian_pass, row_blocks)
-from linlap.graph import _renumber_csr  # noqa: E402
+from linlap._numba.csr import csr_matmat, csr_rmatmat_blocks, row_blocks  # noqa: E402
+from linlap._numba.dispatch import ROW_SUM_FASTMATH as _ROW_SUM_FASTMATH  # noqa: E402
+from linlap._numba.graph import label_propagation, laplacian_pass  # noqa: E402
+from linlap.graph.reorder import renumber_csr as _renumber_csr  # noqa: E402
 
 FM = set(_ROW_SUM_FASTMATH)
 
@@ -193,7 +194,7 @@ def pass_prefetch(indptr, indices, data, x, a, b, out, ahead):
 
 
 def two_level_order(W, max_sweeps=10):
-    """``linlap.graph._locality_order`` followed by a second label propagation on the
+    """``linlap.graph.reorder.locality_order`` followed by a second label propagation on the
     intra-cluster edges only (clusters sorted, then sub-clusters, then RCM position)."""
     n = W.shape[0]
     rcm = np.asarray(reverse_cuthill_mckee(W, symmetric_mode=True), dtype=np.int64)
@@ -234,7 +235,7 @@ def main():
     X, g, _ = corpus_problem(args.n, args.k, args.seed)
     n, d = X.shape
     g.laplacian_matvec(np.zeros(n))  # sets up the renumbered copy if the cache lacks it
-    ren = g._renumbered
+    ren = g._passes
     if ren is None:
         sys.exit("the graph is not renumbered (n below the reorder threshold?)")
     indptr, indices, data = ren["csr"]

@@ -1,7 +1,7 @@
 """LapSVM against LapRLS and peers on PCMAC (50 labels) and 20 Newsgroups (5 labels per
 class), seeded draws, test split held out.
 
-    python bench/lapsvm.py [--draws 10] [--data-dir ../shared/data] [--sets pcmac,20ng]
+    python bench/lapsvm.py [--draws 10] [--data-dir DATA] [--sets pcmac,20ng]
 
 Prints markdown tables (mean ± std test error %, mean fit time, Newton steps) for
 bench/RESULTS.md. Every method sees the same TF-IDF (linlap.text.make_vectorizer fitted on
@@ -11,6 +11,8 @@ same rows, labeled and unlabeled.
 """
 
 import argparse
+import os
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -24,13 +26,15 @@ from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import load_20newsgroups, load_pcmac, mask_labels
 from linlap.text import make_vectorizer
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _data import add_data_dir, archive as data_archive  # noqa: E402
+
 
 
 def load(name, data_dir):
     if name == "pcmac":
         return load_pcmac("train"), load_pcmac("test"), dict(n_labeled=50, per_class=False)
-    path = Path(data_dir) / "20news-bydate.tar.gz"
+    path = data_archive(data_dir, "20ng")
     return (load_20newsgroups(path, "train"), load_20newsgroups(path, "test"),
             dict(n_labeled=5, per_class=True))
 
@@ -91,7 +95,7 @@ def run_set(name, draws, data_dir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--draws", type=int, default=10)
-    ap.add_argument("--data-dir", default=str(DATA))
+    add_data_dir(ap)
     ap.add_argument("--sets", default="pcmac,20ng")
     args = ap.parse_args()
     warnings.simplefilter("ignore")

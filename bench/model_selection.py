@@ -28,7 +28,7 @@ from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import load_pcmac, mask_labels
 from linlap.model_selection import (LapRLSClassifierCV, LapSVMClassifierCV,
                                     LapSVMPathClassifier)
-from linlap.solvers.path import lapsvm_path
+from linlap.estimators import lapsvm_path
 from linlap.text import make_vectorizer
 
 

@@ -57,8 +57,8 @@ import scipy.sparse as sp  # noqa: E402
 from numba import get_num_threads, njit, prange, set_num_threads, uintp  # noqa: E402
 
 from linlap import KNNGraph  # noqa: E402
-from linlap._sparse_ops import _ROW_SUM_FASTMATH  # noqa: E402
-from linlap.operators import NormalOperator  # noqa: E402
+from linlap._numba.dispatch import ROW_SUM_FASTMATH as _ROW_SUM_FASTMATH  # noqa: E402
+from linlap.solvers.normal_operator import NormalOperator  # noqa: E402
 from linlap.solvers import batched_cg  # noqa: E402
 
 GB = 1e9
@@ -267,10 +267,10 @@ def graph_variants(g, corpus):
     g0._set_laplacian()
     out = [("original", g0)]
     if g.node_order_ is None:  # cached by a version without renumbering
-        import linlap.graph as lg
+        import linlap.graph.reorder as lg
 
         g = copy.copy(g)
-        g.node_order_ = lg._locality_order(g.adjacency_)
+        g.node_order_ = lg.locality_order(g.adjacency_)
         g._set_laplacian()
     out.append(("renumbered", g))
     return out
@@ -356,7 +356,7 @@ def main():
         for label, gv in variants:
             Wv = gv.adjacency_
             if gv.node_order_ is not None:
-                indptr, indices, data = gv._renumbered["csr"]
+                indptr, indices, data = gv._passes.csr
                 Wv = sp.csr_matrix((data, indices, indptr), shape=W.shape)
             for nt in threads:
                 set_num_threads(nt)

@@ -28,6 +28,9 @@ import warnings
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _data import add_data_dir, archive as data_archive  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -86,7 +89,7 @@ def run_imdb(k, n_labeled, seed, data_dir):
     from linlap.text import make_vectorizer
 
     warnings.simplefilter("ignore")
-    archive = os.path.join(data_dir, "aclImdb_v1_text.tar.xz")
+    archive = data_archive(data_dir, "imdb")
     t0 = time.perf_counter()
     train, unsup, test = (load_imdb(archive, s) for s in ("train", "unsup", "test"))
     out = {"n": len(train.data) + len(unsup.data), "k": k, "read_s": time.perf_counter() - t0}
@@ -127,7 +130,7 @@ def main():
     ap.add_argument("--json", default=os.path.join(HERE, "_cache", "scale.jsonl"),
                     help="append each result as a JSON line here")
     ap.add_argument("--imdb", action="store_true", help="the real IMDB pipeline instead")
-    ap.add_argument("--data-dir", default=os.path.join(HERE, "..", "..", "shared", "data"))
+    add_data_dir(ap)
     ap.add_argument("--replot", action="store_true",
                     help="only redraw --plot from the rows already in --json")
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)

@@ -4,7 +4,12 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_nonnegative", "check_tol", "check_positive_int", "check_graph_param"]
+__all__ = ["is_int", "check_nonnegative", "check_tol", "check_positive_int", "check_graph_param"]
+
+
+def is_int(x):
+    """An integer, not a bool."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
 
 
 def check_nonnegative(est, *names):

@@ -1,12 +1,11 @@
 """20 Newsgroups end to end: vectorize, build the graph once, fit LapRLS and LapSVM,
 compare with a supervised LinearSVC, save the model and print the top terms.
 
-    python scripts/20newsgroups_end_to_end.py [--archive ../shared/data/20news-bydate.tar.gz]
+    python scripts/20newsgroups_end_to_end.py --archive PATH/20news-bydate.tar.gz
                                               [--n-labels 400] [--model 20news.joblib]
 """
 
 import argparse
-import os
 import time
 
 from sklearn.metrics import accuracy_score
@@ -18,11 +17,9 @@ from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import load_20newsgroups, mask_labels
 from linlap.text import make_vectorizer
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT = os.path.join(HERE, "..", "..", "shared", "data", "20news-bydate.tar.gz")
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--archive", default=DEFAULT, help="20news-bydate.tar.gz")
+parser.add_argument("--archive", required=True, help="path of 20news-bydate.tar.gz")
 parser.add_argument("--n-labels", type=int, default=400, help="labeled training posts")
 parser.add_argument("--model", default="20news.joblib", help="where to save the model")
 parser.add_argument("--seed", type=int, default=0)

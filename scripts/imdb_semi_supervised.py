@@ -1,7 +1,7 @@
 """IMDB reviews: 1,000 labeled training reviews + the 50,000 unlabeled ones, against a
 LinearSVC on the 1,000 labels alone; evaluated on the 25,000 test reviews.
 
-    python scripts/imdb_semi_supervised.py [--archive ../shared/data/aclImdb_v1_text.tar.xz]
+    python scripts/imdb_semi_supervised.py --archive PATH/aclImdb_v1_text.tar.xz
                                            [--n-labels 1000] [--n-unlabeled 50000]
 
 With ``--embedding 300`` the TF-IDF rows are joined by document embeddings learned from all
@@ -30,11 +30,9 @@ from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import load_imdb
 from linlap.text import EmbeddedTfidfVectorizer, make_vectorizer
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT = os.path.join(HERE, "..", "..", "shared", "data", "aclImdb_v1_text.tar.xz")
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--archive", default=DEFAULT)
+parser.add_argument("--archive", required=True, help="path of aclImdb_v1_text.tar.xz")
 parser.add_argument("--n-labels", type=int, default=1000)
 parser.add_argument("--n-unlabeled", type=int, default=50000,
                     help="unlabeled reviews from train/unsup (at most 50,000)")

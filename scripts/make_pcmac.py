@@ -36,7 +36,6 @@ import tarfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SOURCE = REPO_ROOT.parent / "shared" / "data" / "20news-bydate.tar.gz"
 DEFAULT_OUT = REPO_ROOT / "linlap" / "data" / "pcmac.json.xz"
 
 GROUPS = ("comp.sys.ibm.pc.hardware", "comp.sys.mac.hardware")
@@ -111,8 +110,8 @@ def build(source: Path) -> bytes:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE,
-                        help=f"20news-bydate.tar.gz (default: {DEFAULT_SOURCE})")
+    parser.add_argument("--source", type=Path, required=True,
+                        help="path of 20news-bydate.tar.gz")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help=f"output file (default: {DEFAULT_OUT})")
     args = parser.parse_args(argv)

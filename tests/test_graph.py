@@ -10,7 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import normalize
 
-import linlap.graph as graph_mod
+import linlap.graph.search as search_mod
 from linlap.graph import KNNGraph
 from reference import dense_laplacian
 
@@ -67,7 +67,7 @@ def test_exact_neighbors_match_sklearn(X_small, fmt):
 def test_exact_blocked_search_matches_unblocked(X_small, monkeypatch):
     g_ref = KNNGraph(weight="binary", power=1, n_neighbors=5, algorithm="exact").fit(X_small)
     # a tiny memory budget forces many small blocks; two threads too
-    monkeypatch.setattr(graph_mod, "_EXACT_MEMORY_BUDGET", 24 * 120 * 7)
+    monkeypatch.setattr(search_mod, "EXACT_MEMORY_BUDGET", 24 * 120 * 7)
     g = KNNGraph(weight="binary", power=1, n_neighbors=5, algorithm="exact", n_jobs=2).fit(X_small)
     np.testing.assert_array_equal(g.neighbors_, g_ref.neighbors_)
     np.testing.assert_array_equal(g.distances_, g_ref.distances_)
@@ -382,7 +382,7 @@ def _fake_nndescent(corrupt):
         calls["args"] = dict(n_neighbors=n_neighbors, metric=metric, kwds=kwds,
                              dtype=X.dtype, sparse=sp.issparse(X))
         Xn = X.astype(np.float64)
-        ind, dist = graph_mod._exact_knn(Xn, n_neighbors - 1)
+        ind, dist = search_mod.exact_knn(Xn, n_neighbors - 1)
         n = X.shape[0]
         ind = np.c_[np.arange(n), ind].astype(np.int32)
         dist = np.c_[np.zeros(n), dist].astype(np.float32)
@@ -405,7 +405,7 @@ def test_nndescent_minus_one_rows_are_repaired(X_small, monkeypatch):
         ind[40, 0] = ind[40, 1]      # self missing: still fine (no repair)
         ind[40, 1] = 40              # self not first
     fake, calls = _fake_nndescent(corrupt)
-    monkeypatch.setattr(graph_mod, "_nndescent_search", fake)
+    monkeypatch.setattr(search_mod, "nndescent_search", fake)
     g = KNNGraph(weight="binary", power=1, n_neighbors=k, algorithm="nndescent", n_search_neighbors=8,
                  recall_sample=50, random_state=0).fit(X_small)
     g_ex = KNNGraph(weight="binary", power=1, n_neighbors=k, algorithm="exact").fit(X_small)
@@ -426,7 +426,7 @@ def test_nndescent_auto_and_svd_paths(X_small, monkeypatch):
     def corrupt(ind, dist):
         ind[0, :] = -1
     fake, calls = _fake_nndescent(corrupt)
-    monkeypatch.setattr(graph_mod, "_nndescent_search", fake)
+    monkeypatch.setattr(search_mod, "nndescent_search", fake)
     g = KNNGraph(weight="binary", power=1, n_neighbors=4, exact_max_samples=50, space="svd", n_components=10,
                  random_state=0, recall_sample=0).fit(X_small)
     assert g.algorithm_ == "nndescent" and g.recall_ is None and g.n_repaired_ == 1
@@ -440,7 +440,7 @@ def test_nndescent_auto_and_svd_paths(X_small, monkeypatch):
 
 def test_space_auto_follows_size_and_svd_sample(X_small, monkeypatch):
     fake, calls = _fake_nndescent(lambda ind, dist: None)
-    monkeypatch.setattr(graph_mod, "_nndescent_search", fake)
+    monkeypatch.setattr(search_mod, "nndescent_search", fake)
     n = X_small.shape[0]
     small = KNNGraph(n_neighbors=4, power=1, exact_max_samples=n).fit(X_small)
     assert (small.space_, small.algorithm_) == ("tfidf", "exact")

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import linlap.graph as graph_mod
+import linlap.graph.reorder as reorder_mod
 from linlap import KNNGraph, LapRLSClassifier
-from linlap._sparse_ops import laplacian_pass, permute_csr, scale_rows
+from linlap._numba.graph import laplacian_pass, permute_csr, scale_rows
 
 from reference import blobs, dense_laplacian
 
@@ -103,9 +103,9 @@ def test_renumbering_improves_locality(X_chain):
     assert np.mean(edge_spans(W) <= 10) < 0.2  # the input order has no locality
     assert np.mean(edge_spans(W, g.node_order_) <= 10) > 0.95
     # reverse Cuthill–McKee alone (no clustering sweep) bounds the bandwidth
-    assert edge_spans(W, graph_mod._locality_order(W, max_sweeps=0)).max() < n // 10
+    assert edge_spans(W, reorder_mod.locality_order(W, max_sweeps=0)).max() < n // 10
     # the kernel graph is P W Pᵀ with sorted rows
-    indptr, indices, data = g._renumbered["csr"]
+    indptr, indices, data = g._passes.csr
     Wr = sp.csr_matrix((data, indices, indptr), shape=(n, n))
     order = g.node_order_
     np.testing.assert_array_equal(Wr.toarray(), g.adjacency_.toarray()[np.ix_(order, order)])
@@ -114,7 +114,7 @@ def test_renumbering_improves_locality(X_chain):
 
 def test_auto_threshold(X_chain, monkeypatch):
     assert KNNGraph(n_neighbors=6).fit(X_chain).node_order_ is None  # small n
-    monkeypatch.setattr(graph_mod, "_REORDER_MIN_SAMPLES", X_chain.shape[0])
+    monkeypatch.setattr(reorder_mod, "REORDER_MIN_SAMPLES", X_chain.shape[0])
     g = KNNGraph(n_neighbors=6).fit(X_chain)
     assert g.node_order_ is not None and g.build_time_["reorder"] >= 0
 
@@ -146,8 +146,8 @@ def test_save_load_round_trip(X_chain, tmp_path):
     assert KNNGraph.load(path).node_order_ is None
 
 
-def test_load_file_without_order(X_chain, tmp_path, monkeypatch):
-    """Files written before renumbering existed: load decides as fit would."""
+def test_load_refuses_file_without_order_metadata(X_chain, tmp_path):
+    """A file whose metadata lacks 'reordered' is not a graph this linlap wrote."""
     g = KNNGraph(n_neighbors=6, power=2, reorder=True).fit(X_chain)
     g.save(tmp_path / "g.npz")
     with np.load(tmp_path / "g.npz") as npz:
@@ -155,17 +155,10 @@ def test_load_file_without_order(X_chain, tmp_path, monkeypatch):
     import json
     meta = json.loads(str(arrays["meta"][()]))
     del meta["reordered"]
-    params = json.loads(str(arrays["params"][()]))
-    del params["reorder"]
-    arrays["meta"], arrays["params"] = np.array(json.dumps(meta)), np.array(json.dumps(params))
+    arrays["meta"] = np.array(json.dumps(meta))
     np.savez(tmp_path / "old.npz", **arrays)
-    h = KNNGraph.load(tmp_path / "old.npz")
-    assert h.reorder == "auto" and h.node_order_ is None  # n below the threshold
-    monkeypatch.setattr(graph_mod, "_REORDER_MIN_SAMPLES", 10)
-    h = KNNGraph.load(tmp_path / "old.npz")
-    np.testing.assert_array_equal(h.node_order_, g.node_order_)
-    Z = np.random.default_rng(2).standard_normal(X_chain.shape[0])
-    np.testing.assert_allclose(h.laplacian_matvec(Z), g.laplacian_matvec(Z), atol=1e-13)
+    with pytest.raises(ValueError, match="reordered"):
+        KNNGraph.load(tmp_path / "old.npz")
 
 
 @pytest.mark.parametrize("corrupt", ["missing", "repeat", "range", "shape"])
@@ -195,7 +188,7 @@ def test_with_laplacian_keeps_order_and_shares_it(X_chain):
     for normalized in (True, False):
         h = g.with_laplacian(normalized=normalized, power=3)
         assert h.node_order_ is g.node_order_
-        assert h._renumbered["csr"] is g._renumbered["csr"]  # not copied
+        assert h._passes.csr is g._passes.csr  # not copied
         ref = np.linalg.matrix_power(dense_laplacian(g.adjacency_, normalized), 3)
         Z = np.random.default_rng(3).standard_normal((X_chain.shape[0], 2))
         np.testing.assert_allclose(h.laplacian_matvec(Z), ref @ Z, rtol=0,
@@ -205,8 +198,8 @@ def test_with_laplacian_keeps_order_and_shares_it(X_chain):
 def test_pickle_drops_and_rebuilds_the_copy(X_chain):
     g = KNNGraph(n_neighbors=6, power=2, reorder=True).fit(X_chain)
     state = g.__getstate__()
-    assert "_renumbered" not in state
-    assert g._renumbered is not None  # the graph itself keeps it
+    assert "_passes" not in state
+    assert g._passes.order is not None  # the graph itself keeps the renumbered copy
     h = pickle.loads(pickle.dumps(g))
     Z = np.random.default_rng(4).standard_normal(X_chain.shape[0])
     np.testing.assert_array_equal(h.laplacian_matvec(Z), g.laplacian_matvec(Z))

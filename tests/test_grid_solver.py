@@ -10,8 +10,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from linlap import KNNGraph, LapRLSClassifier
 from linlap.model_selection import LapRLSClassifierCV
-from linlap.solvers.laprls import laprls_grid
-from linlap.solvers.shifted import shifted_cg
+from linlap.solvers.grid import laprls_grid
+from linlap.solvers.shifted_cg import shifted_cg
 
 from reference import (blobs, dense_solution, random_design, random_laplacian,
                        semi_with_validation)
@@ -218,7 +218,8 @@ def test_shifted_grid_with_patience_and_prior_list(sparse):
 # -- lapsvm_grid and LapSVMClassifierCV(method='shifted') --------------------------------
 
 def test_lapsvm_grid_equals_newton_fits():
-    from linlap.solvers.newton import lapsvm_grid, lapsvm_newton
+    from linlap.solvers.lapsvm_newton import lapsvm_newton
+    from linlap.solvers.grid import lapsvm_grid
 
     X, y = blobs(n=80, d=10, n_classes=3, seed=21, noise=0.6)
     g = KNNGraph(n_neighbors=6).fit(X)

@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from linlap import KNNGraph
-from linlap.kernel_estimators import KernelLapRLSClassifier, KernelLapSVMClassifier
+from linlap.estimators import KernelLapRLSClassifier, KernelLapSVMClassifier
 
 
 def euclidean_graph(X, k):

@@ -13,9 +13,9 @@ from scipy.optimize import minimize, minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import pairwise_kernels
 
-from linlap.kernels import GramOperator
-from linlap.solvers.kernel import (kernel_line_search, kernel_newton, kernel_objective,
-                                   kernel_pcg)
+from linlap.gram import GramOperator
+from linlap.solvers.kernel_newton import kernel_newton
+from linlap.solvers.kernel_pcg import kernel_line_search, kernel_objective, kernel_pcg
 
 
 def dense_J(K, M, rows, y, a, b, gA, gI, s, loss):

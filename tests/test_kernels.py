@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 
-from linlap.kernels import GramOperator, kernel_matrix, kernel_product
+from linlap.gram import GramOperator, kernel_matrix, kernel_product
 
 KERNELS = [("rbf", dict(gamma=0.7)), ("rbf", dict()),
            ("poly", dict(gamma=0.5, degree=3, coef0=1.0)),
@@ -59,7 +59,7 @@ def test_kernel_product_matches_sklearn(sparse, kernel, kw):
 
 def test_dense_blocks_cover_all_rows(monkeypatch):
     # force many small blocks: results must not depend on the block size
-    import linlap.kernels as kmod
+    import linlap.gram as kmod
 
     rng = np.random.default_rng(2)
     A, B = rng.standard_normal((50, 4)), rng.standard_normal((23, 4))
@@ -74,10 +74,10 @@ def test_dense_blocks_cover_all_rows(monkeypatch):
 @pytest.mark.parametrize("parallel", [True, False])
 @pytest.mark.parametrize("sparse", [True, False])
 def test_gram_operator_cache_modes_agree(sparse, parallel, monkeypatch):
-    import linlap.kernels as kmod
+    import linlap.gram as kmod
 
     if parallel:  # the threaded product (used for large n) on this small problem
-        monkeypatch.setattr(kmod, "_SMALL_WORK", 0)
+        monkeypatch.setattr(kmod.gram_matvec, "serial_work", 0)
     rng = np.random.default_rng(3)
     X, Xnew = _data(sparse, rng)
     n = X.shape[0]

@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from linlap.solvers import (lapsvm_newton, lapsvm_objective, lapsvm_tinv,
                             squared_hinge_line_search, tinv_factor)
-from linlap.solvers.newton import regulariser_line
+from linlap.solvers.lapsvm_newton import regulariser_line
 
 from reference import random_design, random_laplacian
 

@@ -1,12 +1,18 @@
 """Tests of the synthetic corpus generator (make_text_corpus, iter_text_corpus) and of
 corpus_statistics."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfTransformer
 
-from linlap.datasets import corpus_statistics, iter_text_corpus, make_text_corpus
+from linlap.datasets import iter_text_corpus, make_text_corpus
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from corpus_statistics import corpus_statistics  # noqa: E402
 
 N = 5000  # spans three generation blocks of 2,048 documents, the last one partial
 SMALL = dict(n_features=20_000)

@@ -17,11 +17,14 @@ import pytest
 import scipy.sparse as sp
 
 from linlap import KNNGraph
-from linlap import _sparse_ops as so
-from linlap._sparse_ops import (cg_direction, cg_update, column_dots, csr_matmat,
-                                csr_rmatmat_blocks, laplacian_pass, reduce_blocks, row_blocks,
-                                scale_rows)
-from linlap.operators import NormalOperator
+from linlap._numba import cg as numba_cg
+from linlap._numba import csr as so
+from linlap._numba import graph as numba_graph
+from linlap._numba import gram as numba_gram
+from linlap._numba.cg import cg_direction, cg_update, column_dots
+from linlap._numba.csr import csr_matmat, csr_rmatmat_blocks, reduce_blocks, row_blocks
+from linlap._numba.graph import laplacian_pass, scale_rows
+from linlap.solvers.normal_operator import NormalOperator
 from linlap.solvers import batched_cg, laprls_linear, lapsvm_newton
 
 from reference import dense_solution, random_design, random_laplacian
@@ -528,7 +531,7 @@ def test_serial_and_parallel_builds_are_cached_apart(tmp_path):
     # first; the parallel build must then miss the cache and compile itself.
     script = (
         "import numpy as np, scipy.sparse as sp\n"
-        "from linlap import _sparse_ops as so\n"
+        "from linlap._numba import csr as so\n"
         "X = sp.random(50, 20, density=0.2, format='csr', random_state=0)\n"
         "W, out, b = np.ones((20, 1)), np.empty((50, 1)), np.zeros(1)\n"
         "so.csr_matmat(X.indptr, X.indices, X.data, W, b, False, out, work=0)\n"
@@ -540,8 +543,10 @@ def test_serial_and_parallel_builds_are_cached_apart(tmp_path):
                          text=True, check=True)
     hits, misses = map(int, res.stdout.split())
     assert (hits, misses) == (0, 1)
-    for name in so.__all__:
-        kernel = getattr(so, name)
-        if hasattr(kernel, "parallel"):
+    for module in (so, numba_graph, numba_cg, numba_gram):
+        for name in module.__all__:
+            kernel = getattr(module, name)
+            if not hasattr(kernel, "parallel"):
+                continue
             assert (kernel.parallel.py_func.__qualname__
                     != kernel.serial.py_func.__qualname__), name

@@ -15,7 +15,8 @@ from scipy.optimize import minimize
 from sklearn.svm import SVC
 
 from linlap import KNNGraph, LapSVMClassifier
-from linlap.solvers.path import follow_path, lapsvm_path, path_reduction
+from linlap.estimators import lapsvm_path
+from linlap.solvers.path import follow_path, path_reduction
 
 from reference import random_design, random_laplacian
 

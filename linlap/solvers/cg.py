@@ -7,7 +7,7 @@ columns. Each column keeps its own CG scalars (this is "batched" CG, not the
 block-Krylov variant), so each column follows exactly the iterates plain CG would
 produce on its own, and converged columns are frozen.
 
-Memory traffic (issue 7): the iterates of the running columns live in four
+Memory traffic: the iterates of the running columns live in four
 preallocated (m, c) blocks (x, r, p, Ap), compacted only when a column freezes;
 the updates ``x += α p, r −= α Ap, ‖r‖²`` and ``p = r + β p`` are fused numba
 passes, and an operator whose ``matvec`` takes ``out=`` writes ``A p`` in place —
@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..operators import accepts_keyword
+from .normal_operator import accepts_keyword
 
 __all__ = ["batched_cg", "CGInfo"]
 
@@ -103,7 +103,7 @@ def batched_cg(
     X : ndarray, same shape as B
     info : CGInfo
     """
-    from .._sparse_ops import cg_direction, cg_update, column_dots
+    from .._numba.cg import cg_direction, cg_update, column_dots
 
     B = np.asarray(B, dtype=np.float64)
     vector = B.ndim == 1

@@ -14,7 +14,7 @@ so a point λ of the path is the minimiser of J with
     γ_I = λ / (2 l),    γ_A = ρ λ / (2 l)        (l = number of labeled rows).
 
 The bias. ``f = Xw + b`` on all rows, so ``s fᵀL^pf`` contains b unless ``L^p 1 = 0``.
-As in :mod:`linlap.solvers.tinv`, the change of variables ``w = w' − b u`` with
+As in :mod:`linlap.solvers.lapsvm_tinv`, the change of variables ``w = w' − b u`` with
 ``A = ρI + s XᵀL^pX``, ``u = A^{-1}(s XᵀL^p1)`` turns the bracket into
 ``w'ᵀAw' + q_S b²`` and ``f_i = x_iᵀw' + a_i b`` with ``a_i = 1 − x_iᵀu`` and the Schur
 complement ``q_S = s 1ᵀL^p1 − s (L^p1)ᵀXu ≥ 0``. Two cases:
@@ -61,192 +61,13 @@ breakpoints α and α_0 are exactly linear in λ, hence w·λ and b·λ too.
 import warnings
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from ..operators import NormalOperator
-from .cg import batched_cg
+from .path_reduction import PathReduction, path_reduction
 
-__all__ = ["PathReduction", "LapSVMPath", "path_reduction", "follow_path", "lapsvm_path"]
-
-_BIAS_FREE_RTOL = 1e-9
 _EPS = 1e-10   # relative tolerance of ties between events and of the elbow test
 
-
-# ---------------------------------------------------------------------------------------
-# The l-dimensional reduction (Q without labels)
-# ---------------------------------------------------------------------------------------
-
-class PathReduction:
-    """Label-independent part of the path problem for fixed ρ.
-
-    Attributes
-    ----------
-    G : ndarray (l, l)
-        ``X_l A^{-1} X_lᵀ`` plus ``a aᵀ/q_S`` when the bias is penalised
-        (``Q = Y G Y`` for any ±1 targets y of the labeled rows).
-    a : ndarray (l,) or None
-        Bias column of the labeled rows (None: no intercept).
-    q : float
-        Schur complement ``q_S`` (0 for a free bias).
-    bias : {'free', 'penalized', 'none'}
-    V : ndarray (p, l)
-        ``w' = V (Yα)/λ``: p = d (linear) or n (kernel coefficients β).
-    u : ndarray (p,)
-        ``w = w' − b u``.
-    labeled_rows : ndarray of int
-    rho, scale : float
-    kernel : bool
-    method : str
-    n_iter : int
-        CG iterations (method 'cg'), else 0.
-    """
-
-    def __init__(self, G, a, q, bias, V, u, labeled_rows, rho, scale, kernel, method,
-                 n_iter=0):
-        self.G, self.a, self.q, self.bias = G, a, q, bias
-        self.V, self.u = V, u
-        self.labeled_rows = labeled_rows
-        self.rho, self.scale, self.kernel, self.method = rho, scale, kernel, method
-        self.n_iter = n_iter
-
-    @property
-    def n_labeled(self):
-        return self.labeled_rows.size
-
-
-def _dense(X):
-    return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-
-
-def _check_rho(rho):
-    if not (np.isscalar(rho) and np.isfinite(rho) and rho > 0):
-        raise ValueError(f"rho = gamma_A/gamma_I must be a finite number > 0, got {rho!r}.")
-    return float(rho)
-
-
-def path_reduction(X, labeled_rows, laplacian_matvec, scale, *, rho, fit_intercept=True,
-                   kernel=None, method="auto", tol=1e-10, max_iter=5000,
-                   memory_budget=2**30):
-    """Compute ``G = X_l A^{-1} X_lᵀ`` (+ bias column) and the coefficient maps.
-
-    Parameters
-    ----------
-    X : sparse matrix or ndarray (n, d), or ndarray (n, n) Gram matrix with
-        ``kernel='precomputed'``
-    labeled_rows : ndarray of int (l,)
-    laplacian_matvec : callable ``F ↦ L^p F``
-    scale : float
-        ``s`` of the objective (``graph.scale_``).
-    rho : float
-        ``γ_A/γ_I > 0``.
-    fit_intercept : bool
-    kernel : None or 'precomputed'
-    method : {'auto', 'gram', 'cg'}
-        Linear mode only. 'auto' takes 'gram' when its three n × n arrays fit
-        ``memory_budget``, else 'cg'.
-    tol, max_iter : CG tolerance and iterations (method 'cg').
-    memory_budget : int
-        Bytes for the n × n arrays of 'gram' and the kernel mode.
-
-    Returns
-    -------
-    PathReduction
-    """
-    rho = _check_rho(rho)
-    if not (np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a finite number > 0 (a graph with edges), got {scale!r}.")
-    if kernel not in (None, "precomputed"):
-        raise ValueError(f"kernel must be None or 'precomputed', got {kernel!r}.")
-    if method not in ("auto", "gram", "cg"):
-        raise ValueError(f"method must be 'auto', 'gram' or 'cg', got {method!r}.")
-    n = X.shape[0]
-    rows = np.asarray(labeled_rows, dtype=np.intp)
-    l = rows.size
-    need_gram = 3 * 8 * n * n
-    if kernel == "precomputed":
-        if X.shape != (n, n):
-            raise ValueError(f"kernel='precomputed' needs a square Gram matrix, got {X.shape}.")
-        method = "kernel"
-        if need_gram > memory_budget:
-            raise ValueError(f"The kernel path needs {need_gram} bytes for n = {n} (n × n "
-                             f"arrays), over memory_budget = {memory_budget}; use the linear "
-                             f"mode (method='cg').")
-    elif method == "auto":
-        method = "gram" if need_gram <= memory_budget else "cg"
-    elif method == "gram" and need_gram > memory_budget:
-        raise ValueError(f"method='gram' needs {need_gram} bytes for n = {n}, over "
-                         f"memory_budget = {memory_budget}; use method='cg'.")
-
-    # L^p 1: bias free when it vanishes (relative to L^p of a random ±1 vector)
-    ones = np.ones(n)
-    bias = "none"
-    Lp1 = None
-    if fit_intercept:
-        probe = np.column_stack([ones, np.random.default_rng(0).choice([-1.0, 1.0], n)])
-        Lprobe = np.asarray(laplacian_matvec(probe))
-        Lp1 = Lprobe[:, 0]
-        free = np.linalg.norm(Lp1) <= _BIAS_FREE_RTOL * np.linalg.norm(Lprobe[:, 1])
-        bias = "free" if free else "penalized"
-    n_iter = 0
-    extra = bias == "penalized"
-
-    if method in ("gram", "kernel"):
-        K = _dense(X @ X.T) if method == "gram" else np.asarray(X, dtype=np.float64)
-        C = scale * np.asarray(laplacian_matvec(K))
-        C[np.diag_indices(n)] += rho
-        rhs = np.zeros((n, l + extra))
-        rhs[rows, np.arange(l)] = 1.0
-        if extra:
-            rhs[:, l] = scale * Lp1
-        P = sla.lu_solve(sla.lu_factor(C, check_finite=False), rhs, check_finite=False)
-        KP = K @ P                     # = X A^{-1} [X_lᵀ, s XᵀL^p1] (the Gram of the push-through)
-        G = KP[rows, :l]
-        if method == "gram":
-            V = np.asarray(X.T @ P[:, :l])
-            u = np.asarray(X.T @ P[:, l]).ravel() if extra else None
-        else:
-            V = P[:, :l]
-            u = P[:, l].copy() if extra else None
-        Xu_all = KP[:, l] if extra else None
-    else:
-        op = NormalOperator(X, np.zeros(0, dtype=np.intp), laplacian_matvec, alpha=rho,
-                            beta=scale, fit_intercept=False)
-        Xl = X[rows]
-        B = _dense(Xl.T) if sp.issparse(Xl) else np.asarray(Xl, dtype=np.float64).T.copy()
-        if extra:
-            B = np.column_stack([B, scale * np.asarray(X.T @ Lp1).ravel()])
-        Z, info = batched_cg(op, B, tol=tol, max_iter=max_iter, name="lapsvm_path CG")
-        n_iter = info.n_iter
-        V = Z[:, :l]
-        G = np.asarray(Xl @ V)
-        u = Z[:, l].copy() if extra else None
-        Xu_all = np.asarray(X @ u).ravel() if extra else None
-    G = 0.5 * (G + G.T)
-
-    a, q = None, 0.0
-    if bias == "free":
-        a = np.ones(l)
-        u = None
-    elif bias == "penalized":
-        q0 = scale * Lp1.sum()
-        q = q0 - scale * Lp1 @ Xu_all
-        a = 1.0 - Xu_all[rows]
-        if q <= 1e-12 * abs(q0):   # PSD Schur complement vanishes only by round-off
-            bias, q, a, u = "free", 0.0, np.ones(l), None
-        else:
-            G = G + np.outer(a, a) / q
-    p = V.shape[0]
-    if u is None:
-        u = np.zeros(p)
-    return PathReduction(G, a, float(q), bias, V, u, rows, rho, float(scale),
-                         method == "kernel", method, n_iter)
-
-
-# ---------------------------------------------------------------------------------------
-# Initialisation (Lemmas 1 and 2)
-# ---------------------------------------------------------------------------------------
+__all__ = ["PathReduction", "LapSVMPath", "path_reduction", "follow_path", "path_for_targets"]
 
 def _lemma2_qp(Q, maj, mino, max_iter=None):
     """α on the majority class: min αᵀQα, α_minority = 1, α_maj ∈ [0, 1], Σ α_maj = l_min.
@@ -750,70 +571,6 @@ class LapSVMPath:
             abias = 1.0 if red.bias == "free" else (0.0 if red.bias == "none" else red.a[pos])
             out[j] = Gp @ (self.y * alpha) / lam + abias * b
         return out
-
-
-def lapsvm_path(X, y, graph, *, rho, unlabeled=-1, kernel=None, fit_intercept=True,
-                method="auto", lambda_min=None, lambda_min_ratio=1e-6, max_steps=None,
-                tol=1e-10, max_iter=5000, memory_budget=2**30):
-    """The whole hinge-loss LapSVM solution path in λ for ``ρ = γ_A/γ_I`` (seed 000).
-
-    Each λ > 0 on the path is the exact minimiser of
-
-        J(w, b) = (1/l) Σ_{i labeled} max(0, 1 − y_i f_i) + γ_A ‖w‖² + γ_I s fᵀL^p f,
-        f = X w + b,    γ_I = λ / (2 l),    γ_A = ρ λ / (2 l),
-
-    ``s = graph.scale_``, bias unpenalised — i.e. ``LapSVMClassifier(solver='tinv',
-    loss='hinge', gamma_A=ρλ/(2l), gamma_I=λ/(2l), graph=graph)``. The labeled part
-    reduces to an l-variable dual (seed 000 eq. 11) with
-    ``Q = Y X_l (ρI + s XᵀL^pX)^{-1} X_lᵀ Y`` (plus the bias column when ``L^p1 ≠ 0``);
-    α(λ) is piecewise linear and followed from λ = ∞ through its events (Theorem 1,
-    initialised by Lemma 1 or 2). See :mod:`linlap.solvers.path` for the derivation.
-
-    Parameters
-    ----------
-    X : sparse matrix (CSR) or ndarray (n, d), or the n × n Gram matrix K with
-        ``kernel='precomputed'`` (then ``f = Kβ + b`` and ``‖w‖²`` is ``βᵀKβ``)
-    y : array-like (n,)
-        Two classes among the labeled rows; ``unlabeled`` marks the other rows.
-        The larger class (in sorted order) is +1.
-    graph : fitted KNNGraph (or any object with ``laplacian_matvec`` and ``scale_``)
-    rho : float
-        ``γ_A/γ_I > 0``.
-    unlabeled : object, default=-1
-    kernel : None or 'precomputed'
-    fit_intercept : bool, default=True
-    method : {'auto', 'gram', 'cg'}, default='auto'
-        How ``A^{-1}X_lᵀ`` is computed in the linear mode: 'gram' by an n × n LU
-        (push-through; fast for n up to a few thousand), 'cg' by one batched CG with
-        l + 1 columns (large n); 'auto' picks 'gram' when it fits ``memory_budget``.
-    lambda_min : float, optional
-        End of the path (default ``lambda_min_ratio · λ⁰``).
-    max_steps : int, optional
-        Cap on breakpoints (``50 l + 100``).
-    tol, max_iter : CG settings (method 'cg').
-    memory_budget : int, default=2**30
-
-    Returns
-    -------
-    LapSVMPath
-    """
-    from .._labels import marker_mask
-
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}.")
-    lab = np.flatnonzero(~marker_mask(y, unlabeled))
-    classes = np.unique(y[lab])
-    if classes.size != 2:
-        raise ValueError(f"lapsvm_path is binary: the labeled rows must hold exactly 2 "
-                         f"classes, found {classes.size}.")
-    targets = np.where(y[lab] == classes[1], 1.0, -1.0)
-    red = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=rho,
-                         fit_intercept=fit_intercept, kernel=kernel, method=method, tol=tol,
-                         max_iter=max_iter, memory_budget=memory_budget)
-    return path_for_targets(red, targets, lambda_min=lambda_min,
-                            lambda_min_ratio=lambda_min_ratio, max_steps=max_steps,
-                            classes=classes)
 
 
 def path_for_targets(reduction, targets, positions=None, *, lambda_min=None,

@@ -1,4 +1,4 @@
-"""The linear operators of manifold-regularised least squares (DESIGN.md §2).
+"""The linear operators of manifold-regularised least squares (docs/design.md).
 
 The linear models here minimise, over ``z = [w; b]``,
 
@@ -17,8 +17,8 @@ over Xᵀ — O(n (d̄ + p k)) per product, for all columns at once. With a per-
 ``mask`` the loss rows may differ by column (one finite Newton active set per class)
 while the columns still share every pass.
 
-Implementation (issue 7): for a CSR ``X`` (float32 or float64 values, int32 or int64
-indices) every pass is a parallel numba kernel of :mod:`linlap._sparse_ops` writing
+Implementation: for a CSR ``X`` (float32 or float64 values, int32 or int64
+indices) every pass is a parallel numba kernel of :mod:`linlap._numba.csr` writing
 into buffers the operator allocates once — ``X W + b`` parallel over rows, ``Xᵀ U``
 by per-thread accumulation over row blocks (no transpose copy of X), the graph
 passes through ``laplacian_matvec(F, out=, work=)`` when the callable accepts them
@@ -142,7 +142,7 @@ class NormalOperator:
             if self._fast:
                 from numba import get_num_threads
 
-                from ._sparse_ops import row_blocks
+                from .._numba.csr import row_blocks
                 nb = self.n_blocks if self.n_blocks is not None else get_num_threads()
                 nb = max(1, min(int(nb), BLOCK_MEMORY // max(1, d * c * 8)))
                 ws["bounds"] = row_blocks(self.X.indptr, nb)
@@ -161,7 +161,7 @@ class NormalOperator:
         d = self.n_features
         X = self.X
         if self._fast:
-            from ._sparse_ops import csr_matmat
+            from .._numba.csr import csr_matmat
             bias = Z[d] if self.fit_intercept else _EMPTY
             csr_matmat(X.indptr, X.indices, X.data, Z[:d], bias, self.fit_intercept, F,
                        work=X.nnz * F.shape[1])
@@ -195,7 +195,7 @@ class NormalOperator:
             U.fill(0.0)
             coef = 1.0
         # U + F_R/β, then β Xᵀ(·): the β of the graph term rides on the Xᵀ reduction
-        from ._sparse_ops import add_loss_rows
+        from .._numba.csr import add_loss_rows
         if self.mask is None:
             add_loss_rows(U, F, self.rows, 1.0 / coef, _EMPTY.reshape(0, 0),
                           ws["arange"][:0], False)
@@ -211,7 +211,7 @@ class NormalOperator:
             add_loss_rows(U, F, self.rows, 1.0 / coef, self.mask, columns, True)
         X = self.X
         if self._fast:
-            from ._sparse_ops import csr_rmatmat_blocks, reduce_blocks
+            from .._numba.csr import csr_rmatmat_blocks, reduce_blocks
             nb = ws["bounds"].size - 1
             buf = self._view("buf", nb, d, c)
             colsum = self._view("colsum", nb, c)

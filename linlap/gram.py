@@ -1,4 +1,4 @@
-"""numba kernels of the kernel mode: Gram matrices and kernel-times-matrix products.
+"""Mercer kernels of the kernel mode: Gram matrices and kernel-times-matrix products.
 
 The kernels follow scikit-learn's :func:`~sklearn.metrics.pairwise.pairwise_kernels`
 conventions exactly (same names, parameters and defaults):
@@ -28,7 +28,9 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+
+from ._numba.gram import (gram_matvec, sparse_gram, sparse_gram_sym, sparse_product,
+                          transform_block)
 
 __all__ = ["KERNELS", "kernel_matrix", "kernel_product", "GramOperator", "check_kernel_params"]
 
@@ -36,8 +38,6 @@ KERNELS = ("rbf", "poly", "polynomial", "linear")
 _KIND = {"linear": 0, "rbf": 1, "poly": 2, "polynomial": 2}
 #: dense rows: bytes of one block of A Bᵀ held at a time
 _DENSE_BLOCK_BYTES = 32 * 2**20
-#: products K V with at most this many multiply-adds run on one thread
-_SMALL_WORK = 2**23
 
 
 # -- parameters and input ------------------------------------------------------------
@@ -83,155 +83,6 @@ def _row_sq_norms(X):
         return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
     return np.einsum("ij,ij->i", X, X)
 
-
-# -- numba cores ----------------------------------------------------------------------
-@njit(cache=True, inline="always")
-def _transform(g, a2, b2, kind, gamma, degree, coef0):
-    if kind == 0:
-        return g
-    if kind == 1:
-        d2 = a2 + b2 - 2.0 * g
-        if d2 < 0.0:
-            d2 = 0.0
-        return np.exp(-gamma * d2)
-    base = gamma * g + coef0
-    out = 1.0
-    for _ in range(degree):
-        out *= base
-    return out
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _transform_block(G, a2, b2, kind, gamma, degree, coef0, out):
-    """out[i, j] = k from the dot products G[i, j] (rows of a block)."""
-    for i in prange(G.shape[0]):
-        for j in range(G.shape[1]):
-            out[i, j] = _transform(G[i, j], a2[i], b2[j], kind, gamma, degree, coef0)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _sparse_row_dots(i, a_indptr, a_indices, a_data, bt_indptr, bt_indices, bt_data, acc):
-    acc[:] = 0.0
-    for p in range(a_indptr[i], a_indptr[i + 1]):
-        f = a_indices[p]
-        v = a_data[p]
-        for q in range(bt_indptr[f], bt_indptr[f + 1]):
-            acc[bt_indices[q]] += v * bt_data[q]
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _sparse_gram(a_indptr, a_indices, a_data, a2, bt_indptr, bt_indices, bt_data, b2,
-                 kind, gamma, degree, coef0, out):
-    na, nb = out.shape
-    n_chunks = (na + 15) // 16
-    for ch in prange(n_chunks):
-        acc = np.empty(nb)
-        for i in range(ch * 16, min(na, ch * 16 + 16)):
-            _sparse_row_dots(i, a_indptr, a_indices, a_data, bt_indptr, bt_indices,
-                             bt_data, acc)
-            for j in range(nb):
-                out[i, j] = _transform(acc[j], a2[i], b2[j], kind, gamma, degree, coef0)
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _sparse_gram_sym(indptr, indices, data, sq, t_indptr, t_indices, t_data, kind, gamma,
-                     degree, coef0, out):
-    """Square Gram matrix of the CSR rows: upper triangle by the inverted index (each
-    feature's row list is entered at the first row >= i by binary search, halving the
-    work), then mirrored. Chunks of 16 rows are paired from both ends for balance."""
-    n = out.shape[0]
-    n_chunks = (n + 15) // 16
-    for p in prange((n_chunks + 1) // 2):
-        acc = np.empty(n)
-        for which in range(2):
-            ch = p if which == 0 else n_chunks - 1 - p
-            if which == 1 and ch == p:
-                break
-            for i in range(ch * 16, min(n, ch * 16 + 16)):
-                acc[i:] = 0.0
-                for q in range(indptr[i], indptr[i + 1]):
-                    f = indices[q]
-                    v = data[q]
-                    lo = np.searchsorted(t_indices[t_indptr[f]:t_indptr[f + 1]], i)
-                    for r in range(t_indptr[f] + lo, t_indptr[f + 1]):
-                        acc[t_indices[r]] += v * t_data[r]
-                for j in range(i, n):
-                    out[i, j] = _transform(acc[j], sq[i], sq[j], kind, gamma, degree, coef0)
-    # mirror the upper triangle, in 64 × 64 tiles
-    nt = (n + 63) // 64
-    for bi in prange(nt):
-        for bj in range(bi + 1):
-            for i in range(bi * 64, min(n, bi * 64 + 64)):
-                for j in range(bj * 64, min(i, bj * 64 + 64)):
-                    out[i, j] = out[j, i]
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _sparse_product(a_indptr, a_indices, a_data, a2, bt_indptr, bt_indices, bt_data, b2,
-                    kind, gamma, degree, coef0, Vt, out):
-    """out[i, c] = Σ_j k(a_i, b_j) Vt[c, j], one K row at a time (never stored)."""
-    na = out.shape[0]
-    m, nb = Vt.shape
-    n_chunks = (na + 15) // 16
-    for ch in prange(n_chunks):
-        acc = np.empty(nb)
-        for i in range(ch * 16, min(na, ch * 16 + 16)):
-            _sparse_row_dots(i, a_indptr, a_indices, a_data, bt_indptr, bt_indices,
-                             bt_data, acc)
-            for j in range(nb):
-                acc[j] = _transform(acc[j], a2[i], b2[j], kind, gamma, degree, coef0)
-            for c in range(m):
-                s = 0.0
-                for j in range(nb):
-                    s += acc[j] * Vt[c, j]
-                out[i, c] = s
-
-
-@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def _gram_matvec_row(K, Vt, out, i):
-    """out[i, c] = Σ_j K[i, j] Vt[c, j] (K float32 or float64; float64 sums).
-
-    Four columns share each pass over the row of K; the sums are reassociated so
-    that they vectorise.
-    """
-    m, nb = Vt.shape
-    c = 0
-    while c + 4 <= m:
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for j in range(nb):
-            kij = np.float64(K[i, j])
-            s0 += kij * Vt[c, j]
-            s1 += kij * Vt[c + 1, j]
-            s2 += kij * Vt[c + 2, j]
-            s3 += kij * Vt[c + 3, j]
-        out[i, c] = s0
-        out[i, c + 1] = s1
-        out[i, c + 2] = s2
-        out[i, c + 3] = s3
-        c += 4
-    while c < m:
-        s = 0.0
-        for j in range(nb):
-            s += np.float64(K[i, j]) * Vt[c, j]
-        out[i, c] = s
-        c += 1
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _gram_matvec(K, Vt, out):
-    for i in prange(K.shape[0]):
-        _gram_matvec_row(K, Vt, out, i)
-
-
-@njit(cache=True, nogil=True)
-def _gram_matvec_serial(K, Vt, out):
-    for i in range(K.shape[0]):
-        _gram_matvec_row(K, Vt, out, i)
-
-
 # -- public functions -------------------------------------------------------------------
 def _prepare(A, B, kernel, gamma, degree, coef0):
     A = as_kernel_input(A, "A")
@@ -254,18 +105,18 @@ def _gram_into(A, B, a2, b2, params, out, BT=None):
     if sp.issparse(A) and A is B:
         BT = B.T.tocsr() if BT is None else BT
         BT.sort_indices()  # the binary search needs each feature's rows sorted
-        _sparse_gram_sym(A.indptr, A.indices, A.data, a2, BT.indptr, BT.indices, BT.data,
+        sparse_gram_sym(A.indptr, A.indices, A.data, a2, BT.indptr, BT.indices, BT.data,
                          kind, gamma, degree, coef0, out)
         return out
     if sp.issparse(A):
         BT = B.T.tocsr() if BT is None else BT
-        _sparse_gram(A.indptr, A.indices, A.data, a2, BT.indptr, BT.indices, BT.data, b2,
+        sparse_gram(A.indptr, A.indices, A.data, a2, BT.indptr, BT.indices, BT.data, b2,
                      kind, gamma, degree, coef0, out)
         return out
     starts, rows = _dense_blocks(A.shape[0], B.shape[0])
     for s in starts:
         G = A[s:s + rows] @ B.T
-        _transform_block(G, a2[s:s + rows], b2, kind, gamma, degree, coef0, out[s:s + rows])
+        transform_block(G, a2[s:s + rows], b2, kind, gamma, degree, coef0, out[s:s + rows])
     return out
 
 
@@ -301,7 +152,7 @@ def _product(A, B, a2, b2, params, V, BT=None):
     if sp.issparse(A):
         BT = B.T.tocsr() if BT is None else BT
         Vt = np.ascontiguousarray(V.T)
-        _sparse_product(A.indptr, A.indices, A.data, a2, BT.indptr, BT.indices, BT.data,
+        sparse_product(A.indptr, A.indices, A.data, a2, BT.indptr, BT.indices, BT.data,
                         b2, kind, gamma, degree, coef0, Vt, out)
         return out
     starts, rows = _dense_blocks(A.shape[0], B.shape[0])
@@ -309,7 +160,7 @@ def _product(A, B, a2, b2, params, V, BT=None):
     for s in starts:
         G = A[s:s + rows] @ B.T
         blk = block[:G.shape[0]]
-        _transform_block(G, a2[s:s + rows], b2, kind, gamma, degree, coef0, blk)
+        transform_block(G, a2[s:s + rows], b2, kind, gamma, degree, coef0, blk)
         out[s:s + rows] = blk @ V
     return out
 
@@ -401,11 +252,8 @@ class GramOperator:
             out = np.zeros((self.n, 0))
         elif self.K is not None:
             out = np.empty((self.n, V2.shape[1]))
-            # small products run serially: waking the worker threads costs more than
-            # the product (much more on a machine whose cores are busy)
-            run = _gram_matvec if self.n * self.n * V2.shape[1] > _SMALL_WORK else \
-                _gram_matvec_serial
-            run(self.K, np.ascontiguousarray(V2.T), out)
+            gram_matvec(self.K, np.ascontiguousarray(V2.T), out,
+                        work=self.n * self.n * V2.shape[1])
         else:
             out = _product(self.X, self.X, self.sq_norms, self.sq_norms, self.params, V2,
                            BT=self._XT)

@@ -1,7 +1,7 @@
 """Linear Laplacian SVM by the L2-SVM modified finite Newton method (seed 004 §4.2).
 
 Keerthi & DeCoste (2005), as the SVMlin code implements it, with the graph term of
-manifold regularisation added (DESIGN.md §2, "Finite Newton for the squared hinge"):
+manifold regularisation added (docs/design.md, "Finite Newton for the squared hinge"):
 each Newton step is a LapRLS solve restricted to the active labeled rows, by CG
 through products with X, followed by an exact line search on the piecewise
 quadratic 1-D objective.
@@ -10,58 +10,19 @@ quadratic 1-D objective.
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from ..operators import NormalOperator
+from .normal_operator import NormalOperator
 from .cg import batched_cg
-from .laprls import LinearSolution, unlabeled_mean
+from ._problem import LinearSolution, check_problem, unlabeled_mean
 
-__all__ = ["lapsvm_newton", "lapsvm_grid", "lapsvm_objective", "squared_hinge_line_search"]
+__all__ = ["lapsvm_newton", "lapsvm_objective", "squared_hinge_line_search", "regulariser_line"]
 
 #: CG relative tolerance, KKT slack and CG iteration cap of the early Newton steps
 #: (SVMlin's BIG_EPSILON / SMALL_CGITERMAX): cheap approximate steps far from the
 #: solution, tightened to ``tol`` once the active set looks right.
 LOOSE_TOL = 1e-2
 LOOSE_CG_ITER = 10
-
-
-# -- shared helpers (also used by the T⁻¹ solver) ------------------------------------
-def check_rows_and_targets(n, targets, labeled_rows):
-    """Validate labeled row indices into n rows and their (l,) or (l, k) targets."""
-    T = np.asarray(targets, dtype=np.float64)
-    if T.ndim == 1:
-        T = T[:, None]
-    rows = np.asarray(labeled_rows)
-    if rows.ndim != 1 or rows.size == 0 or not np.issubdtype(rows.dtype, np.integer):
-        raise ValueError("labeled_rows must be a non-empty 1-D array of row indices.")
-    rows = rows.astype(np.intp)
-    if rows.min() < 0 or rows.max() >= n or np.unique(rows).size != rows.size:
-        raise ValueError(f"labeled_rows must be distinct indices in [0, {n}).")
-    if T.ndim != 2 or T.shape[0] != rows.size:
-        raise ValueError(f"targets must have shape (len(labeled_rows), k) = ({rows.size}, k), "
-                         f"got {np.shape(targets)}.")
-    return T, rows
-
-
-def check_weights(gamma_A, gamma_I, scale):
-    """γ_A, γ_I finite and >= 0; the graph scale s finite and > 0 when γ_I > 0."""
-    for name, v in (("gamma_A", gamma_A), ("gamma_I", gamma_I)):
-        if not np.isfinite(v) or v < 0:
-            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
-    if gamma_I > 0 and not (np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
-
-
-def check_problem(X, targets, labeled_rows, *, gamma_A, gamma_I, scale):
-    """Validate the common inputs; return targets as (l, k) float and the row indices."""
-    if not (sp.issparse(X) or isinstance(X, np.ndarray)) or X.ndim != 2:
-        raise ValueError("X must be a 2-D ndarray or scipy sparse matrix.")
-    T, rows = check_rows_and_targets(X.shape[0], targets, labeled_rows)
-    if not np.all(np.abs(T) == 1):
-        raise ValueError("targets of the SVM losses must be +1 or -1.")
-    check_weights(gamma_A, gamma_I, scale)
-    return T, rows
 
 
 def _objective(Y, O, W, F, LF, gamma_A, gamma_I, scale, loss="squared_hinge"):
@@ -173,7 +134,7 @@ def squared_hinge_line_search(y, o, o_bar, reg_slope, reg_curvature, n_labeled):
 
 
 def regulariser_line(W, dW, LF, dF, LdF, gamma_A, gamma_I, scale):
-    """Exact quadratic of the regularisers along ``w + δ dw`` (DESIGN.md: step 4).
+    """Exact quadratic of the regularisers along ``w + δ dw`` (docs/design.md, finite Newton step 4).
 
     ``γ_A ‖w + δ dw‖² + γ_I s (f + δ df)ᵀL^p(f + δ df) = const + slope δ + curv δ²``
     per column, from ``L^p f`` (kept up to date) and ``L^p df`` (one graph pass).
@@ -225,7 +186,7 @@ def lapsvm_newton(
     the bias unpenalised (linlap uses ``s = 1/trace(L)``). J is convex, piecewise
     quadratic and C¹.
 
-    The L2-SVM modified finite Newton method (Keerthi & DeCoste 2005, DESIGN.md §2):
+    The L2-SVM modified finite Newton method (Keerthi & DeCoste 2005; docs/design.md):
     (1) active set ``I = {labeled i : y_i f_i < 1}`` per column; (2) the Newton point
     is the LapRLS solution with loss rows ``I`` — normal equations
     ``A_I z = X̃_Iᵀ y_I`` (:class:`~linlap.operators.NormalOperator` with a per-column
@@ -442,83 +403,3 @@ def lapsvm_newton(
     intercept = Z[d].copy() if fit_intercept else np.zeros(k)
     state = {"cg_iter": cg_iter, "objective": J.copy(), "Z1": Z1 if c is not None else None}
     return LinearSolution(coef, intercept, F, n_iter, residual, converged, state, history)
-
-
-def lapsvm_grid(
-    X,
-    targets,
-    labeled_rows,
-    laplacian_matvec,
-    *,
-    gamma_A,
-    gamma_I,
-    scale,
-    fit_intercept=True,
-    tol=1e-6,
-    max_iter=50,
-    cg_max_iter=1000,
-    monitor_rows=None,
-    patience=None,
-):
-    """Squared-hinge LapSVM for every (γ_I, γ_A) of a grid, from the LapRLS grid.
-
-    Minimises, for each grid point and target column, the objective of
-    :func:`lapsvm_newton`. For ±1 targets the squared hinge ``max(0, 1 − y f)²`` equals
-    the squared loss ``(y − f)²`` wherever ``y f ≤ 1``, and both are C¹; so when the
-    LapRLS minimiser has ``y_i f_i ≤ 1`` on every labeled row, the two objectives have
-    the same (zero) gradient there and it is the LapSVM minimiser as well. The LapRLS
-    solutions of the whole grid come from one shifted CG run per γ_I
-    (:func:`linlap.solvers.laprls.laprls_grid`, with its early stopping); only the
-    points where a labeled row lies beyond the margin are solved by finite Newton,
-    warm-started from their LapRLS point.
-
-    Parameters
-    ----------
-    X, targets, labeled_rows, laplacian_matvec, gamma_A, gamma_I, scale, fit_intercept
-        As in :func:`~linlap.solvers.laprls.laprls_grid` (targets ±1).
-    tol : float, default=1e-6
-        CG tolerance of the LapRLS grid and tolerance of the Newton refinements.
-    max_iter, cg_max_iter : int
-        Newton steps and CG iterations per step of the refinements (the grid's shifted
-        CG runs at most ``cg_max_iter`` iterations).
-    monitor_rows, patience
-        Early stopping of the LapRLS grid (see ``laprls_grid``).
-
-    Returns
-    -------
-    coef : ndarray of shape (g, q, c, d)
-    intercept : ndarray of shape (g, q, c)
-    newton_steps : ndarray of int, shape (g, q)
-        Newton steps of each point's refinement (0: the LapRLS point was kept).
-    info : ShiftedCGInfo
-        Of the LapRLS grid.
-    """
-    from .laprls import laprls_grid
-
-    T, rows = check_rows_and_targets(X.shape[0], targets, labeled_rows)
-    if not np.all(np.abs(T) == 1):
-        raise ValueError("targets of the SVM losses must be +1 or -1.")
-    coef, intercept, info = laprls_grid(
-        X, T, rows, laplacian_matvec, gamma_A=gamma_A, gamma_I=gamma_I, scale=scale,
-        fit_intercept=fit_intercept, tol=tol, max_iter=cg_max_iter,
-        monitor_rows=monitor_rows, patience=patience, warn=False)
-    g, q = coef.shape[:2]
-    gA = np.atleast_1d(np.asarray(gamma_A, dtype=np.float64))
-    gI = np.atleast_1d(np.asarray(gamma_I, dtype=np.float64))
-    Xl = X[rows]
-    steps = np.zeros((g, q), dtype=int)
-    for j in range(g):
-        for i in range(q):
-            O = np.asarray(Xl @ coef[j, i].T) + intercept[j, i]
-            if np.all(T * O <= 1.0):
-                continue
-            init = LinearSolution(coef[j, i], intercept[j, i], None, 0, 0.0, True)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                sol = lapsvm_newton(X, T, rows, laplacian_matvec, gamma_A=gA[i],
-                                    gamma_I=gI[j], scale=scale,
-                                    fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
-                                    cg_max_iter=cg_max_iter, init=init)
-            coef[j, i], intercept[j, i] = sol.coef, sol.intercept
-            steps[j, i] = sol.n_iter
-    return coef, intercept, steps, info

@@ -29,15 +29,10 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
 
-from .laprls import LinearSolution
-from .newton import check_problem, squared_hinge_line_search
+from ._problem import LinearSolution, check_problem, laplacian_of_ones
+from .lapsvm_newton import squared_hinge_line_search
 
 __all__ = ["TinvFactor", "tinv_factor", "lapsvm_tinv"]
-
-#: L^p 1 counts as zero (bias free of the graph term) below this fraction of
-#: ‖L^p r‖ for a random ±1 vector r of the same norm: only round-off is left then.
-_BIAS_FREE_RTOL = 1e-9
-
 
 class TinvFactor:
     """The reusable dense factor of the T⁻¹ preprocessing.
@@ -147,19 +142,14 @@ def tinv_factor(X, laplacian_matvec, *, gamma_A, gamma_I, scale, fit_intercept=T
             M[:, J] = np.asarray(X.T @ laplacian_matvec(Xb))
         M *= ratio
         if fit_intercept:
-            # L^p 1 against L^p r (r random ±1, same norm) tells structural zero from
-            # round-off: the unnormalised Laplacian has L 1 = 0 exactly in theory.
-            probe = np.column_stack([np.ones(n),
-                                     np.random.default_rng(0).choice([-1.0, 1.0], n)])
-            L1 = laplacian_matvec(probe)
-            bias_free = np.linalg.norm(L1[:, 0]) <= _BIAS_FREE_RTOL * np.linalg.norm(L1[:, 1])
+            Lp1, bias_free = laplacian_of_ones(laplacian_matvec, n)
     M[np.diag_indices(d)] += 1.0
     # LAPACK reads only the upper triangle, so the blockwise round-off asymmetry of M
     # does not matter; overwrite M to keep one d × d array.
     R = sla.cholesky(M, lower=False, overwrite_a=True, check_finite=False)
     if fit_intercept and not bias_free:
-        m = ratio * np.asarray(X.T @ L1[:, 0]).ravel()
-        q0 = ratio * L1[:, 0].sum()
+        m = ratio * np.asarray(X.T @ Lp1).ravel()
+        q0 = ratio * Lp1.sum()
         u = sla.cho_solve((R, False), m)
         q = q0 - m @ u
         if q <= 1e-12 * abs(q0):  # PSD ⇒ q_S = 0 only if L^p 1 = 0: round-off, bias free

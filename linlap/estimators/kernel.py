@@ -1,5 +1,6 @@
 """scikit-learn estimators of the kernel mode (seed 003): thin wrappers over
-:mod:`linlap.solvers.kernel` and :mod:`linlap.kernels`.
+:mod:`linlap.solvers.kernel_pcg`, :mod:`linlap.solvers.kernel_newton` and
+:mod:`linlap.gram`.
 
 For n up to some tens of thousands of rows: the decision function is a kernel
 expansion over all n training rows, ``f(x) = Σ_j α_j k(x_j, x) + b``. Past what the
@@ -9,7 +10,6 @@ which scale to millions of documents.
 """
 
 import numbers
-import sys
 import time
 
 import numpy as np
@@ -17,10 +17,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import check_graph_param, check_nonnegative, check_positive_int, check_tol
-from .estimators import _LinearLapClassifier
-from .kernels import KERNELS, GramOperator, kernel_product
-from .solvers.kernel import EARLY_STOPPING, kernel_newton, kernel_pcg
+from .._validation import check_graph_param, check_nonnegative, check_positive_int, check_tol
+from ..gram import KERNELS, GramOperator, kernel_product
+from ..solvers._problem import pm1_targets, predict_index
+from ..solvers.kernel_newton import kernel_newton
+from ..solvers.kernel_pcg import EARLY_STOPPING, kernel_pcg
+from ._base import SemiSupervisedMixin, store_params
 
 __all__ = ["KernelLapSVMClassifier", "KernelLapRLSClassifier"]
 
@@ -39,21 +41,16 @@ def _resolve_gamma(gamma, X):
     return gamma
 
 
-class _KernelLapClassifier(ClassifierMixin, BaseEstimator):
+class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
     """Shared fit / predict of the kernel-mode classifiers.
 
     Label handling (``unlabeled`` marker, class checks) and the graph (build, or reuse
-    of a prebuilt :class:`~linlap.KNNGraph`) are those of the linear classifiers: this
-    class calls ``_LinearLapClassifier._check_labels`` / ``_fit_graph`` on itself.
+    of a prebuilt :class:`~linlap.KNNGraph`) are those of every linlap classifier
+    (:class:`~linlap.estimators._base.SemiSupervisedMixin`).
     """
 
     _solvers = ()
     _loss = None
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
     # -- validation ------------------------------------------------------------------
     def _check_params(self):
@@ -103,19 +100,6 @@ class _KernelLapClassifier(ClassifierMixin, BaseEstimator):
                 f"block at every PCG iteration: bounded memory, O(n² nnz) time per "
                 f"iteration), or {linear}.")
 
-    def _fit_graph(self, X):
-        return _LinearLapClassifier._fit_graph(self, X)
-
-    def _progress(self, name):
-        if not self.verbose:
-            return None
-
-        def report(iteration, value):
-            if iteration == 1 or iteration % 10 == 0:
-                print(f"[{name}] iteration {iteration}: relative gradient {value:.3e}",
-                      file=sys.stderr)
-        return report
-
     # -- fit ---------------------------------------------------------------------------
     def fit(self, X, y, X_val=None, y_val=None):
         """Fit on labeled and unlabeled rows.
@@ -145,8 +129,7 @@ class _KernelLapClassifier(ClassifierMixin, BaseEstimator):
         n = X.shape[0]
         solver = self._resolve_solver(n)
         self._check_size(n, solver)
-        labeled_rows, unlabeled_rows, classes, y_idx = _LinearLapClassifier._check_labels(
-            self, y)
+        labeled_rows, unlabeled_rows, classes, y_idx = self._check_labels(y)
         val = None
         if self.early_stopping in ("validation", "mixed") and solver == "pcg":
             if X_val is None or y_val is None:
@@ -171,11 +154,7 @@ class _KernelLapClassifier(ClassifierMixin, BaseEstimator):
         t1 = time.perf_counter()
         graph = self._fit_graph(X)
         t_graph = time.perf_counter() - t1
-        if classes.size == 2:
-            targets = np.where(y_idx == 1, 1.0, -1.0)[:, None]
-        else:
-            targets = np.full((y_idx.size, classes.size), -1.0)
-            targets[np.arange(y_idx.size), y_idx] = 1.0
+        targets = pm1_targets(y_idx, classes.size)
 
         gamma = _resolve_gamma(self.gamma, X)
         t1 = time.perf_counter()
@@ -200,7 +179,8 @@ class _KernelLapClassifier(ClassifierMixin, BaseEstimator):
                              early_stopping=self.early_stopping,
                              unlabeled_rows=unlabeled_rows, check_every=self.check_every,
                              stability_tol=self.stability_tol, validation=validation,
-                             init=init, callback=self._progress(type(self).__name__),
+                             init=init, callback=self._progress_callback(type(self).__name__,
+                                                             "relative gradient"),
                              **common)
         else:
             sol = kernel_newton(gram.dense(), targets, labeled_rows, graph.laplacian_matvec,
@@ -221,7 +201,7 @@ class _KernelLapClassifier(ClassifierMixin, BaseEstimator):
         self.X_fit_ = gram.X
         self.kernel_dtype_ = gram.cache_dtype
         F = sol.decision
-        pred = (F[:, 0] > 0).astype(int) if classes.size == 2 else F.argmax(axis=1)
+        pred = predict_index(F)
         pred[labeled_rows] = y_idx
         self.transduction_ = classes[pred]
         self.fit_time_ = {"graph": t_graph, "kernel": t_kernel, "solve": t_solve,
@@ -253,8 +233,7 @@ class _KernelLapClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """Class labels of X."""
         F = self.decision_function(X)
-        idx = (F > 0).astype(int) if F.ndim == 1 else F.argmax(axis=1)
-        return self.classes_[idx]
+        return self.classes_[predict_index(F.reshape(F.shape[0], -1))]
 
 
 _COMMON_DOC = """
@@ -263,9 +242,8 @@ _COMMON_DOC = """
     gamma_A : float, default={gamma_A}
         Weight γ_A (> 0) of the ambient (RKHS) norm ``αᵀKα``.
     gamma_I : float, default={gamma_I}
-        Weight γ_I of the intrinsic (graph smoothness) penalty. The defaults (with
-        ``gamma='scale'`` and the default graph) were the best of a small grid on
-        PCMAC, 50 labels (bench/kernel.py; bench/RESULTS.md, "Kernel mode").
+        Weight γ_I of the intrinsic (graph smoothness) penalty. The defaults were
+        chosen on real text (bench/RESULTS.md, "Kernel mode").
     kernel : {{'rbf', 'poly', 'polynomial', 'linear'}}, default='rbf'
         As in :func:`sklearn.metrics.pairwise.pairwise_kernels`:
         ``exp(−γ‖x − z‖²)``, ``(γ x·z + coef0)^degree``, ``x·z``.
@@ -375,25 +353,7 @@ class KernelLapSVMClassifier(_KernelLapClassifier):
                  stability_tol=0.015, graph=None, unlabeled=-1, fit_intercept=True, tol=1e-6,
                  max_iter=1000, memory_budget=2**31, recompute_kernel=False, warm_start=False,
                  verbose=0):
-        self.gamma_A = gamma_A
-        self.gamma_I = gamma_I
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.solver = solver
-        self.early_stopping = early_stopping
-        self.check_every = check_every
-        self.stability_tol = stability_tol
-        self.graph = graph
-        self.unlabeled = unlabeled
-        self.fit_intercept = fit_intercept
-        self.tol = tol
-        self.max_iter = max_iter
-        self.memory_budget = memory_budget
-        self.recompute_kernel = recompute_kernel
-        self.warm_start = warm_start
-        self.verbose = verbose
+        store_params(self, locals())
 
 
 class KernelLapRLSClassifier(_KernelLapClassifier):
@@ -424,25 +384,7 @@ class KernelLapRLSClassifier(_KernelLapClassifier):
                  stability_tol=0.015, graph=None, unlabeled=-1, fit_intercept=True, tol=1e-6,
                  max_iter=1000, memory_budget=2**31, recompute_kernel=False, warm_start=False,
                  verbose=0):
-        self.gamma_A = gamma_A
-        self.gamma_I = gamma_I
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.solver = solver
-        self.early_stopping = early_stopping
-        self.check_every = check_every
-        self.stability_tol = stability_tol
-        self.graph = graph
-        self.unlabeled = unlabeled
-        self.fit_intercept = fit_intercept
-        self.tol = tol
-        self.max_iter = max_iter
-        self.memory_budget = memory_budget
-        self.recompute_kernel = recompute_kernel
-        self.warm_start = warm_start
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _resolve_solver(self, n):
         if self.solver == "auto":

@@ -1,0 +1,164 @@
+"""The ``linlap`` command: a thin layer over the estimators, one module per command."""
+
+import argparse
+import os
+import sys
+
+from ._common import _add_input_options, _CHUNK
+from .demo import _demo
+from .features import _top_features
+from .fit import _fit
+from .plot import _plot_entry
+from .predict import _evaluate, _predict
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser():
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="linlap",
+        description="Semi-supervised text classification by manifold regularisation.",
+    )
+    parser.add_argument("--version", action="version", version=f"linlap {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    demo = sub.add_parser("demo", help="fit LapRLS on the bundled PCMAC corpus and compare "
+                                       "with a supervised LinearSVC")
+    demo.add_argument("--n-labels", type=int, default=50,
+                      help="labeled training documents (default 50)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the label draw")
+    demo.set_defaults(func=_demo)
+
+    fit = sub.add_parser(
+        "fit", help="fit a model on labeled + unlabeled documents and save it",
+        description="Fit a semi-supervised classifier on DATA (rows with an empty or "
+                    "missing label are the unlabeled documents) and save it with "
+                    "linlap.save.")
+    fit.add_argument("data", metavar="DATA",
+                     help="JSON-lines, CSV/TSV, svmlight file, or a directory with one "
+                          "folder of text files per class plus unlabeled/")
+    fit.add_argument("--model", required=True, metavar="OUT", help="model file to write")
+    _add_input_options(fit)
+    g = fit.add_argument_group("vectorizer (text input)")
+    g.add_argument("--vectorizer", choices=("tfidf", "hashing"), default="tfidf",
+                   help="TF-IDF with a vocabulary (default) or a HashingVectorizer + "
+                        "TF-IDF weighting (no vocabulary kept: term names unavailable)")
+    g.add_argument("--ngram-max", type=int, default=1, metavar="N",
+                   help="use word n-grams for n = 1..N (default 1)")
+    g.add_argument("--min-df", type=int, default=2, metavar="N",
+                   help="tfidf: drop terms in fewer than N documents (default 2)")
+    g.add_argument("--stop-words", choices=("english", "none"), default="english",
+                   help="stop-word list (default english)")
+    g.add_argument("--n-features", type=int, default=2**20, metavar="N",
+                   help="hashing: number of hashed features (default 2**20)")
+    g.add_argument("--embedding", type=int, default=0, metavar="N",
+                   help="tfidf: append N-dimensional document embeddings learned from all "
+                        "the texts, labeled and unlabeled (PPMI word vectors; "
+                        "linlap.text.EmbeddedTfidfVectorizer); 0 = off (default)")
+    g = fit.add_argument_group("graph")
+    g.add_argument("--n-neighbors", type=int, default=50, metavar="K",
+                   help="neighbours per document (default 50, capped at n-1)")
+    g.add_argument("--power", type=int, default=5, metavar="P",
+                   help="power of the Laplacian (default 5)")
+    g.add_argument("--weight", choices=("cosine", "heat", "binary"), default="cosine",
+                   help="edge weights (default cosine)")
+    g.add_argument("--seed", type=int, default=0, help="random seed of the graph search")
+    g = fit.add_argument_group("estimator")
+    g.add_argument("--estimator", choices=("laprls", "lapsvm"), default="laprls",
+                   help="Laplacian RLS (default) or Laplacian SVM (finite Newton)")
+    g.add_argument("--gamma-A", type=float, default=1e-4, metavar="G",
+                   help="ambient (ridge) weight γ_A (default 1e-4)")
+    g.add_argument("--gamma-I", type=float, default=10.0, metavar="G",
+                   help="intrinsic (graph) weight γ_I (default 10)")
+    g.add_argument("--class-prior", default="none", metavar="PRIOR",
+                   help="class-balance constraint on the unlabeled rows: none (default), "
+                        "labeled (proportions of the labeled rows) or comma-separated "
+                        "proportions in sorted class-name order, e.g. 0.3,0.7")
+    fit.add_argument("-v", "--verbose", action="store_true",
+                     help="report graph-search progress and solver iterations (the "
+                          "default on a terminal)")
+    fit.set_defaults(func=_fit)
+
+    pred = sub.add_parser("predict", help="predict labels of documents with a saved model",
+                          description="Predict DATA in chunks (bounded memory); write one "
+                                      "prediction per line.")
+    pred.add_argument("model", metavar="MODEL")
+    pred.add_argument("data", metavar="DATA")
+    pred.add_argument("--out", default="-", metavar="FILE",
+                      help="output file (default: standard output)")
+    pred.add_argument("--decision-values", action="store_true",
+                      help="write CSV: prediction and decision value(s) (binary: one "
+                           "column, positive means the second class)")
+    pred.add_argument("--chunk-size", type=int, default=_CHUNK, metavar="N",
+                      help=f"documents per chunk (default {_CHUNK})")
+    _add_input_options(pred, "label column (ignored)")
+    pred.set_defaults(func=_predict)
+
+    ev = sub.add_parser("evaluate", help="accuracy, macro-F1, per-class precision/recall "
+                                         "and confusion matrix on labeled documents")
+    ev.add_argument("model", metavar="MODEL")
+    ev.add_argument("data", metavar="DATA")
+    ev.add_argument("--chunk-size", type=int, default=_CHUNK, metavar="N",
+                    help=f"documents per chunk (default {_CHUNK})")
+    _add_input_options(ev, "label column (unlabeled rows are skipped)")
+    ev.set_defaults(func=_evaluate)
+
+    top = sub.add_parser("top-features", help="highest- and lowest-weighted terms per class")
+    top.add_argument("model", metavar="MODEL")
+    top.add_argument("-n", type=int, default=30, help="terms per list (default 30)")
+    top.set_defaults(func=_top_features)
+    pl = sub.add_parser("plot", help="write a PNG: solver convergence, test error vs "
+                                     "number of labels, or the solution path (needs "
+                                     "matplotlib)",
+                        description="Plots on DATA (labeled rows; 30 %% held out as test "
+                                    "set) or, without DATA, the bundled PCMAC corpus.")
+    pl.add_argument("kind", choices=("convergence", "labels", "path"),
+                    help="convergence: CG residual / Newton objective per iteration; "
+                         "labels: test error against the number of labels; path: the "
+                         "LapSVM solution path (error or decision values against lambda)")
+    pl.add_argument("--path-kind", choices=("error", "decision"), default="error",
+                    help="for 'path': cross-validated error (default) or the decision "
+                         "values of the labeled rows along the path")
+    pl.add_argument("data", metavar="DATA", nargs="?", default=None)
+    pl.add_argument("--out", required=True, metavar="PNG")
+    pl.add_argument("--n-labels", type=lambda t: [int(v) for v in t.split(",")],
+                    default=None, metavar="N[,N...]",
+                    help="labels to draw (default 50 for convergence, "
+                         "10,20,50,100,200,400 for labels)")
+    pl.add_argument("--n-neighbors", type=int, default=50, metavar="K")
+    pl.add_argument("--seed", type=int, default=0)
+    _add_input_options(pl)
+    pl.set_defaults(func=_plot_entry)
+    return parser
+
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # `linlap ... | head`: not an error
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
+    except (ValueError, OSError, MemoryError) as exc:
+        msg = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+            msg = f"{exc.filename}: {exc.strerror}"
+        print(f"linlap: error: {msg}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("linlap: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""``linlap fit``: vectorize, build the graph and fit an estimator; save the model."""
+
+import os
+import sys
+
+from ._common import _reader_kwargs, _Reporter
+
+
+def _parse_class_prior(text):
+    if text is None or text.lower() == "none":
+        return None
+    if text.lower() == "labeled":
+        return "labeled"
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--class-prior must be none, labeled or comma-separated "
+                         f"proportions in the order of the sorted class names, got "
+                         f"{text!r}") from None
+    return values
+
+
+def _make_text_vectorizer(args):
+    ngram = (1, args.ngram_max)
+    stop = None if args.stop_words == "none" else args.stop_words
+    if args.vectorizer == "tfidf":
+        if args.embedding:
+            from ..text import EmbeddedTfidfVectorizer
+            return [("vectorizer", EmbeddedTfidfVectorizer(
+                n_components=args.embedding, min_df=args.min_df, stop_words=stop,
+                ngram_range=ngram))]
+        from ..text import make_vectorizer
+        return [("vectorizer", make_vectorizer(min_df=args.min_df, stop_words=stop,
+                                               ngram_range=ngram))]
+    if args.embedding:
+        raise ValueError("--embedding needs --vectorizer tfidf (a vocabulary)")
+    from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
+    return [("vectorizer", HashingVectorizer(n_features=args.n_features, ngram_range=ngram,
+                                             stop_words=stop, alternate_sign=False,
+                                             norm=None)),
+            ("tfidf", TfidfTransformer(sublinear_tf=True))]
+
+
+# ----------------------------------------------------------------------------- fit
+
+def _fit(args):
+    import numpy as np
+    from sklearn.pipeline import Pipeline
+
+    from ..estimators import LapRLSClassifier, LapSVMClassifier
+    from ..graph import KNNGraph
+    from ..io import detect_format, iter_batches
+    from ..persistence import save
+
+    rep = _Reporter(args.quiet)
+    out_dir = os.path.dirname(os.path.abspath(args.model))
+    if not os.path.isdir(out_dir):
+        raise ValueError(f"{args.model}: cannot write the model there: no directory {out_dir}")
+    if os.path.isdir(args.model):
+        raise ValueError(f"{args.model}: is a directory; give a file name for --model")
+    if args.n_neighbors < 1:
+        raise ValueError("--n-neighbors must be >= 1")
+    if args.embedding < 0:
+        raise ValueError("--embedding must be >= 0 (0: no embedding)")
+    class_prior = _parse_class_prior(args.class_prior)
+    fmt = detect_format(args.data, args.format)
+    with rep.step(f"reading {args.data}"):
+        bar = rep.bar(desc="reading")
+        try:
+            batches = []
+            for b in iter_batches(args.data, fmt, need_labels=True, **_reader_kwargs(args)):
+                batches.append(b)
+                bar.update(len(b))
+        finally:
+            bar.close()
+        from ..io import concat_batches
+        batch = concat_batches(batches)
+        del batches
+    labels = batch.labels
+    n = len(labels)
+    labeled = np.array([lab is not None for lab in labels])
+    n_lab = int(labeled.sum())
+    if n_lab == 0:
+        raise ValueError(f"{args.data}: all {n} rows are unlabeled; label at least one "
+                         f"row of each of two classes (column {args.label_column!r})")
+    classes = sorted({lab for lab in labels if lab is not None})
+    if len(classes) < 2:
+        raise ValueError(f"{args.data}: the labeled rows hold only one class "
+                         f"({classes[0]!r}); a classifier needs at least two")
+    if n < 3:
+        raise ValueError(f"{args.data}: only {n} rows; the graph needs at least 3")
+    rep.line(f"{n} documents: {n_lab} labeled ({len(classes)} classes: "
+             f"{', '.join(classes[:10])}{', …' if len(classes) > 10 else ''}), "
+             f"{n - n_lab} unlabeled")
+    if class_prior is not None and not isinstance(class_prior, str) \
+            and len(class_prior) != len(classes):
+        raise ValueError(f"--class-prior gives {len(class_prior)} proportions for "
+                         f"{len(classes)} classes ({', '.join(classes)})")
+    y = np.array(["" if lab is None else lab for lab in labels], dtype=object)
+
+    if fmt == "svmlight":
+        pre = []
+        X = batch.data
+        rep.line(f"svmlight matrix: {X.shape[1]:,} features")
+    else:
+        pre = _make_text_vectorizer(args)
+        with rep.step(f"vectorizing ({args.vectorizer})"):
+            X = batch.data
+            for _, step in pre:
+                X = step.fit_transform(X)
+        if args.vectorizer == "tfidf":
+            if args.embedding:
+                m = pre[0][1].word_vectors_.shape[1]
+                rep.line(f"vocabulary: {X.shape[1] - m:,} terms + {m} embedding dimensions")
+            else:
+                rep.line(f"vocabulary: {X.shape[1]:,} terms")
+    del batch
+
+    k = min(args.n_neighbors, n - 1)
+    # graph and solver progress (both on stderr) when asked, or on a terminal
+    verbose = args.verbose or (not args.quiet and sys.stderr.isatty())
+    graph = KNNGraph(n_neighbors=k, weight=args.weight, power=args.power,
+                     random_state=args.seed, verbose=bool(verbose))
+    with rep.step(f"building the {k}-NN graph", chatty=graph.verbose):
+        graph.fit(X)
+    common = dict(gamma_A=args.gamma_A, gamma_I=args.gamma_I, graph=graph,
+                  class_prior=class_prior, unlabeled="", verbose=int(verbose))
+    if args.estimator == "laprls":
+        est = LapRLSClassifier(**common)
+    else:
+        est = LapSVMClassifier(**common)
+    with rep.step(f"solving ({args.estimator})", chatty=verbose):
+        est.fit(X, y)
+    rep.line(f"{est.n_iter_} solver iterations")
+    model = Pipeline(pre + [("classifier", est)]) if pre else est
+    if n - n_lab:
+        pred = est.transduction_[~labeled]
+        values, counts = np.unique(pred.astype(str), return_counts=True)
+        rep.line("unlabeled rows predicted as: " + ", ".join(
+            f"{v} {c}" for v, c in zip(values, counts)))
+    with rep.step(f"saving {args.model}"):
+        save(model, args.model)
+    return 0

@@ -1,0 +1,14 @@
+"""scikit-learn estimators: thin wrappers over the solvers in :mod:`linlap.solvers`.
+
+:mod:`.linear` (LapRLS, LapSVM), :mod:`.kernel` (kernel mode), :mod:`.cv` (grid
+searches), :mod:`.path` (solution path); what they share is in :mod:`._base`.
+"""
+
+from .cv import LapRLSClassifierCV, LapSVMClassifierCV
+from .kernel import KernelLapRLSClassifier, KernelLapSVMClassifier
+from .linear import LapRLSClassifier, LapSVMClassifier
+from .path import LapSVMPathClassifier, lapsvm_path
+
+__all__ = ["LapRLSClassifier", "LapSVMClassifier", "KernelLapRLSClassifier",
+           "KernelLapSVMClassifier", "LapRLSClassifierCV", "LapSVMClassifierCV",
+           "LapSVMPathClassifier", "lapsvm_path"]

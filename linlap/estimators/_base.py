@@ -1,0 +1,192 @@
+"""What every linlap classifier shares: labels and the unlabeled marker, the class-prior
+targets, the graph (built, or a prebuilt one reused), ±1 targets and predictions, and
+the linear classifiers' fit."""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, clone
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from .._labels import marker_mask
+from .._memory import check_memory, solve_bytes
+from .._progress import progress
+from .._validation import check_graph_param, check_nonnegative, check_positive_int, check_tol
+from ..graph import KNNGraph
+from ..solvers._problem import pm1_targets, predict_index
+
+__all__ = ["SemiSupervisedMixin", "LinearLapClassifier", "store_params", "DEFAULT_N_NEIGHBORS"]
+
+#: k of the graph an estimator builds when none is given (capped at n - 1).
+DEFAULT_N_NEIGHBORS = KNNGraph().n_neighbors
+
+
+def store_params(est, params):
+    """Keep every ``__init__`` argument as the attribute of the same name (the
+    scikit-learn convention; ``params`` is the ``locals()`` of ``__init__``)."""
+    for name, value in params.items():
+        if name not in ("self", "__class__"):
+            setattr(est, name, value)
+
+
+class SemiSupervisedMixin:
+    """Labels with an unlabeled marker (``self.unlabeled``), the class-balance targets
+    (``self.class_prior``), the graph (``self.graph``) and the progress report
+    (``self.verbose``) of every linlap classifier."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR is the expected input
+        return tags
+
+    def _progress_callback(self, name, quantity="relative residual", every=10):
+        if not self.verbose:
+            return None
+        bar = progress(True, desc=name, unit="iteration", every=every)
+        key = quantity.replace(" ", "_")
+
+        def report(iteration, value):
+            bar.update(1, **{key: float(value)})
+        return report
+
+    def _check_labels(self, y):
+        unlabeled = marker_mask(y, self.unlabeled)
+        labeled_rows = np.flatnonzero(~unlabeled)
+        if labeled_rows.size == 0:
+            raise ValueError(
+                f"y has no labeled rows: every entry equals the unlabeled marker "
+                f"{self.unlabeled!r}. Label at least one row of each of two classes."
+            )
+        y_lab = y[labeled_rows]
+        if y_lab.dtype == object:
+            kinds = {type(v) for v in y_lab}
+            if len(kinds) > 1:
+                raise ValueError(f"y mixes label types {sorted(k.__name__ for k in kinds)}; "
+                                 f"use one type (the unlabeled marker is {self.unlabeled!r}).")
+        check_classification_targets(y_lab)
+        classes, y_idx = np.unique(y_lab, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                f"The labeled rows contain a single class ({classes[0]!r}); a classifier "
+                f"needs at least two classes among the labeled rows (1 class found)."
+            )
+        return labeled_rows, np.flatnonzero(unlabeled), classes, y_idx
+
+    def _balance_targets(self, classes, y_idx, n_unlabeled):
+        """Wanted mean decision value r per target column, or None."""
+        prior = self.class_prior
+        if prior is None:
+            return None
+        if n_unlabeled == 0:
+            raise ValueError("class_prior needs unlabeled rows to constrain, but every row "
+                             "of y is labeled; use class_prior=None.")
+        if isinstance(prior, str):
+            if prior != "labeled":
+                raise ValueError(f"class_prior must be None, 'labeled' or class proportions, "
+                                 f"got {prior!r}.")
+            pi = np.bincount(y_idx, minlength=classes.size) / y_idx.size
+        else:
+            if isinstance(prior, dict):
+                missing = [c for c in classes if c not in prior]
+                if missing:
+                    raise ValueError(f"class_prior has no proportion for classes {missing}.")
+                pi = np.array([prior[c] for c in classes], dtype=float)
+            else:
+                pi = np.asarray(prior, dtype=float).ravel()
+            if pi.shape != (classes.size,) or not np.all(np.isfinite(pi)) or np.any(pi < 0) \
+                    or np.any(pi > 1) or not np.isclose(pi.sum(), 1.0, atol=1e-6):
+                raise ValueError(
+                    f"class_prior must give one proportion in [0, 1] per class "
+                    f"({classes.size} classes, in the order of classes_), summing to 1; "
+                    f"got {prior!r}."
+                )
+        r = 2.0 * pi - 1.0
+        return r[1:] if classes.size == 2 else r
+
+    def _fit_graph(self, X):
+        n = X.shape[0]
+        if self.graph is None:
+            if n < 2:
+                raise ValueError(f"Found n_samples = {n}: the graph needs at least 2 rows.")
+            return KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n - 1),
+                            verbose=bool(self.verbose)).fit(X)
+        graph = clone(self.graph)  # a fitted graph clones to itself: shared, not rebuilt
+        if getattr(graph, "adjacency_", None) is not None and hasattr(graph, "n_samples_fit_"):
+            if graph.n_samples_fit_ != n:
+                raise ValueError(
+                    f"The prebuilt graph was built on {graph.n_samples_fit_} rows but X has "
+                    f"{n}; pass the X the graph was built on (labeled and unlabeled rows)."
+                )
+            return graph
+        return graph.fit(X)
+
+
+class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
+    """Shared fit logic of the linear manifold-regularised classifiers.
+
+    Subclasses implement ``_solve(X, targets, labeled, unlabeled, graph, balance,
+    init)`` returning a :class:`~linlap.solvers.laprls.LinearSolution`.
+    """
+
+    # -- validation -----------------------------------------------------------------
+    def _check_params(self):
+        check_nonnegative(self, "gamma_A", "gamma_I")
+        if self.gamma_A == 0 and self.gamma_I == 0:
+            raise ValueError("gamma_A and gamma_I cannot both be 0: the problem would be "
+                             "unregularised and, with few labels, singular.")
+        check_tol(self)
+        check_positive_int(self, "max_iter")
+        check_graph_param(self)
+
+    # -- fit --------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit on labeled and unlabeled rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            All training documents, labeled and unlabeled (CSR is used as is).
+        y : array-like of shape (n_samples,)
+            Labels; rows equal to ``unlabeled`` (default -1) are unlabeled.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        # float32 CSR is used as is (the solvers accumulate in float64): half the memory
+        X, y = validate_data(self, X, y, accept_sparse="csr",
+                             dtype=[np.float64, np.float32], ensure_min_samples=2)
+        labeled_rows, unlabeled_rows, classes, y_idx = self._check_labels(y)
+        balance = self._balance_targets(classes, y_idx, unlabeled_rows.size)
+
+        graph = self._fit_graph(X)
+        targets = pm1_targets(y_idx, classes.size)
+
+        n, d = X.shape
+        check_memory(solve_bytes(n, d, X.nnz if sp.issparse(X) else n * d,
+                                 targets.shape[1] + (balance is not None)),
+                     f"Fitting {type(self).__name__} on {n} rows x {d} features")
+        init = None
+        if self.warm_start and getattr(self, "_solution", None) is not None:
+            prev = self._solution
+            if prev.coef.shape == (targets.shape[1], X.shape[1]):
+                init = prev
+        sol = self._solve(X, targets, labeled_rows, unlabeled_rows, graph, balance, init)
+        if not (np.all(np.isfinite(sol.coef)) and np.all(np.isfinite(sol.intercept))):
+            raise ValueError("The solver produced non-finite coefficients; check that X has "
+                             "no extreme values and that gamma_A, gamma_I are not tiny.")
+
+        self.classes_ = classes
+        self.coef_ = sol.coef
+        self.intercept_ = sol.intercept
+        self.n_iter_ = sol.n_iter
+        self.graph_ = graph
+        F = sol.decision
+        pred = predict_index(F)
+        pred[labeled_rows] = y_idx
+        self.transduction_ = classes[pred]
+        sol.decision = None  # n × C: not needed for a warm start, too big to keep or pickle
+        self._solution = sol
+        return self

@@ -1,0 +1,477 @@
+"""Grid searches in scikit-learn's ``*CV`` style over one shared graph:
+:class:`LapRLSClassifierCV` and :class:`LapSVMClassifierCV`.
+
+γ_A × γ_I (× Laplacian power, × class prior) grids over one shared graph (built once; a
+power is a :meth:`KNNGraph.with_laplacian` view, L^p never formed). By default every
+γ_A of a γ_I comes from one shifted CG run, each candidate stopping once its scoring
+rows' labels are stable; ``method='warm'`` fits candidate by candidate, each
+warm-started from its neighbour on the grid.
+
+Every model here minimises the project objective
+
+    J(w, b) = (1/l) Σ_{i labeled} V(y_i, f(x_i)) + γ_A ‖w‖² + γ_I s fᵀL^p f,  s = graph.scale_,
+
+bias unpenalised, one-vs-rest for more than two classes.
+
+Validation data. ``fit(X, y, validation=None)``: ``validation`` is either an array of
+length n_samples holding labels for some rows of X that are *unlabeled* in ``y`` (the
+``unlabeled`` marker elsewhere) — they stay in the graph as unlabeled rows and only score
+the models — or a pair ``(X_val, y_val)`` of out-of-sample rows. Without it, the labeled
+rows are split into stratified folds (``cv``); a fold's held-out rows are unlabeled
+while the others train, and score the fit.
+"""
+
+import itertools
+import numbers
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.validation import validate_data
+
+from .._labels import marker_mask
+from .._validation import check_graph_param
+from ..graph import KNNGraph
+from ..solvers._problem import pm1_targets, predict_index
+from ..solvers.grid import laprls_grid, lapsvm_grid
+from ._base import SemiSupervisedMixin, store_params
+from .linear import LapRLSClassifier, LapSVMClassifier
+
+__all__ = ["LapRLSClassifierCV", "LapSVMClassifierCV"]
+
+
+def _validation_set(est, validation, X, y, labeled_rows, classes):
+    """(rows of X or None, X_val, index of y_val in classes) from the ``validation`` arg."""
+    if isinstance(validation, tuple):
+        if len(validation) != 2:
+            raise ValueError("validation must be labels for rows of X or a pair (X_val, y_val).")
+        Xv = validate_data(est, validation[0], accept_sparse="csr", dtype=np.float64,
+                           reset=False)
+        yv = np.asarray(validation[1])
+        if yv.shape != (Xv.shape[0],):
+            raise ValueError(f"y_val must have shape ({Xv.shape[0]},), got {yv.shape}.")
+        rows = None
+    else:
+        yfull = np.asarray(validation)
+        if yfull.shape != (X.shape[0],):
+            raise ValueError(f"validation labels must have shape ({X.shape[0]},) (one per row "
+                             f"of X, the unlabeled marker elsewhere), got {yfull.shape}.")
+        rows = np.flatnonzero(~marker_mask(yfull, est.unlabeled))
+        if np.intersect1d(rows, labeled_rows).size:
+            raise ValueError("validation rows must be unlabeled in y (they score the models; "
+                             "labeled rows train them).")
+        Xv, yv = X[rows], yfull[rows]
+    if yv.size == 0:
+        raise ValueError("validation holds no labeled row.")
+    unknown = ~np.isin(yv, classes)
+    if unknown.any():
+        raise ValueError(f"validation labels {np.unique(yv[unknown])[:5].tolist()} are not "
+                         f"classes of the labeled rows {classes.tolist()}.")
+    return rows, Xv, np.searchsorted(classes, yv)
+
+
+def _folds(cv, y_idx, random_state=0):
+    counts = np.bincount(y_idx)
+    k = min(int(cv), int(counts.min()))
+    if k < 2:
+        raise ValueError(f"cross-validation needs at least 2 labeled rows of every class "
+                         f"(smallest class has {counts.min()}); pass validation= instead.")
+    skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state)
+    return list(skf.split(np.zeros(y_idx.size), y_idx))
+
+
+def _check_cv(cv):
+    if not isinstance(cv, numbers.Integral) or isinstance(cv, bool) or cv < 2:
+        raise ValueError(f"cv must be an integer >= 2, got {cv!r}.")
+
+
+def _object_array(values):
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+
+_DEFAULT_GAMMA_A = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1)
+_DEFAULT_GAMMA_I = (1e-2, 1e-1, 1.0, 10.0, 100.0, 300.0, 1000.0)
+
+
+class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
+    """γ_A × γ_I [× power × class_prior] search over one graph with warm starts."""
+
+    _base = None
+
+    # -- params -----------------------------------------------------------------------
+    def _grid_values(self, name, positive=True, allow_zero=False):
+        vals = getattr(self, name)
+        vals = [vals] if np.isscalar(vals) else list(vals)
+        if not vals:
+            raise ValueError(f"{name} must hold at least one value.")
+        for v in vals:
+            if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0 \
+                    or (v == 0 and not allow_zero):
+                raise ValueError(f"every {name} must be a finite number > 0, got {v!r}.")
+        return vals
+
+    def _check_grid(self):
+        if self.method not in ("shifted", "warm"):
+            raise ValueError(f"method must be 'shifted' or 'warm', got {self.method!r}.")
+        p = self.patience
+        if p is not None and (not isinstance(p, numbers.Integral) or isinstance(p, bool)
+                              or p < 1):
+            raise ValueError(f"patience must be None or an integer >= 1, got {p!r}.")
+        gA = self._grid_values("gamma_A")
+        gI = self._grid_values("gamma_I")
+        powers = [None] if self.power is None else (
+            [self.power] if np.isscalar(self.power) else list(self.power))
+        for p in powers:
+            if p is not None and (not isinstance(p, numbers.Integral) or isinstance(p, bool)
+                                  or p < 1):
+                raise ValueError(f"power must be None or integers >= 1, got {p!r}.")
+        cp = self.class_prior
+        if isinstance(cp, (list, tuple)) and not (
+                len(cp) and all(isinstance(v, numbers.Real) for v in cp)):
+            priors = list(cp)           # a list of settings
+        else:
+            priors = [cp]               # one setting (None, 'labeled', a dict or proportions)
+        if not priors:
+            raise ValueError("class_prior must hold at least one setting (None for off).")
+        ks = [None] if self.n_neighbors is None else (
+            [self.n_neighbors] if np.isscalar(self.n_neighbors) else list(self.n_neighbors))
+        for k in ks:
+            if k is not None and (not isinstance(k, numbers.Integral) or isinstance(k, bool)
+                                  or k < 1):
+                raise ValueError(f"n_neighbors must be None or integers >= 1, got {k!r}.")
+        if not ks:
+            raise ValueError("n_neighbors must hold at least one value (None: the graph's).")
+        _check_cv(self.cv)
+        check_graph_param(self)
+        return gA, gI, ks, powers, priors
+
+    def _graphs(self, X, probe, ks, powers):
+        """One kNN graph per k (built once), one Laplacian view per power (never formed)."""
+        base = probe._fit_graph(X) if self.graph is None else \
+            LapRLSClassifier(graph=self.graph)._fit_graph(X)
+        out = {}
+        for k in ks:
+            if k is None or min(k, X.shape[0] - 1) == base.n_neighbors:
+                g = base
+            else:
+                params = base.get_params(deep=False)
+                params["n_neighbors"] = min(int(k), X.shape[0] - 1)
+                g = KNNGraph(**params).fit(X)
+            for p in powers:
+                out[(k, p)] = g if p is None or p == g.power else g.with_laplacian(power=p)
+        return out
+
+    def _make_base(self, graph):
+        return self._base(graph=graph, unlabeled=self.unlabeled,
+                          fit_intercept=self.fit_intercept, tol=self.tol,
+                          max_iter=self.max_iter, warm_start=self.warm_start,
+                          verbose=self.verbose, **self._base_extra())
+
+    def _base_extra(self):
+        return {}
+
+    def _shifted(self, prior):
+        """Whether this class-prior setting's grid is solved by shifted CG runs."""
+        return False
+
+    # -- fit --------------------------------------------------------------------------
+    def fit(self, X, y, validation=None):
+        """Search the grid and refit the best setting on all labeled rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            ``unlabeled`` marks unlabeled rows.
+        validation : array-like of shape (n_samples,) or (X_val, y_val), optional
+            Labels of validation rows of X that are unlabeled in y, or out-of-sample
+            rows; the score is their accuracy. None: ``cv``-fold cross-validation over
+            the labeled rows (held-out rows are unlabeled while the others train).
+
+        Returns
+        -------
+        self
+        """
+        gA, gI, ks, powers, priors = self._check_grid()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             ensure_min_samples=2)
+        probe = self._make_base(None)
+        labeled_rows, unlabeled_rows, classes, y_idx = probe._check_labels(y)
+        t0 = time.perf_counter()
+        graphs = self._graphs(X, probe, ks, powers)
+        graph_time = time.perf_counter() - t0
+
+        if validation is not None:
+            rows, Xv, yv = _validation_set(self, validation, X, y, labeled_rows, classes)
+            splits = [(y, Xv, yv, labeled_rows, y_idx)]
+        else:
+            splits = []
+            for train, test in _folds(self.cv, y_idx):
+                ytr = y.copy()
+                fits = ((ytr.dtype.kind in "iu" and isinstance(self.unlabeled, numbers.Integral))
+                        or (ytr.dtype.kind == "f" and isinstance(self.unlabeled, numbers.Real))
+                        or (ytr.dtype.kind == "U" and isinstance(self.unlabeled, str))
+                        or ytr.dtype.kind == "O")
+                if not fits:
+                    ytr = ytr.astype(object)
+                ytr[labeled_rows[test]] = self.unlabeled
+                splits.append((ytr, X[labeled_rows[test]], y_idx[test], labeled_rows[train],
+                               y_idx[train]))
+
+        # snake order over (γ_A, γ_I): consecutive fits are grid neighbours
+        cells = []
+        for i, a in enumerate(gA):
+            order = range(len(gI)) if i % 2 == 0 else range(len(gI) - 1, -1, -1)
+            cells.extend((i, j) for j in order)
+        combos = list(itertools.product(range(len(ks)), range(len(powers)), range(len(priors))))
+        n_cand = len(combos) * len(cells)
+        scores = np.full((len(splits), n_cand), np.nan)
+        fit_times = np.zeros((len(splits), n_cand))
+        n_iters = np.zeros((len(splits), n_cand), dtype=int)
+        hinges = np.zeros((len(splits), n_cand))
+        params = [None] * n_cand
+        index = {}
+        k = 0
+        for ik, ip, iq in combos:
+            for i, j in sorted(cells):
+                index[(ik, ip, iq, i, j)] = k
+                params[k] = {"gamma_A": gA[i], "gamma_I": gI[j], "n_neighbors": ks[ik],
+                             "power": powers[ip], "class_prior": priors[iq]}
+                k += 1
+        def score(s, c, F, yte):
+            F = F[:, None] if F.ndim == 1 else F
+            scores[s, c] = np.mean(predict_index(F) == yte)
+            hinges[s, c] = np.maximum(0.0, 1.0 - pm1_targets(yte, classes.size) * F).sum(
+                axis=1).mean()
+
+        for s, (ytr, Xte, yte, lab_rows, lab_idx) in enumerate(splits):
+            for ik, ip, iq in combos:
+                graph = graphs[(ks[ik], powers[ip])]
+                if self._shifted(priors[iq]):
+                    # every (γ_A, γ_I) from one shifted CG run per γ_I
+                    t = time.perf_counter()
+                    coef, intercept, steps = self._grid_solve(
+                        X, pm1_targets(lab_idx, classes.size), lab_rows, graph, gA, gI, Xte)
+                    run = [index[(ik, ip, iq, i, j)] for i, j in cells]
+                    for c, (i, j) in zip(run, cells):
+                        n_iters[s, c] = steps[j, i]
+                        score(s, c, np.asarray(Xte @ coef[j, i].T) + intercept[j, i], yte)
+                    # the run's time (solves and scoring), spread evenly over its candidates
+                    fit_times[s, run] = (time.perf_counter() - t) / len(cells)
+                    continue
+                est = self._make_base(graph)
+                est.set_params(class_prior=priors[iq])
+                for i, j in cells:
+                    c = index[(ik, ip, iq, i, j)]
+                    est.set_params(gamma_A=gA[i], gamma_I=gI[j])
+                    t = time.perf_counter()
+                    est.fit(X, ytr)
+                    n_iters[s, c] = est.n_iter_
+                    score(s, c, est.decision_function(Xte), yte)
+                    fit_times[s, c] = time.perf_counter() - t
+        mean = scores.mean(axis=0)
+        mean_hinge = hinges.mean(axis=0)
+        # rank by accuracy, ties (frequent on a few validation rows) by the mean hinge loss
+        rank = np.empty(n_cand, dtype=int)
+        rank[np.lexsort((np.arange(n_cand), np.round(mean_hinge, 12), -mean))] = \
+            np.arange(1, n_cand + 1)
+        res = {"params": params,
+               "param_gamma_A": np.array([p["gamma_A"] for p in params]),
+               "param_gamma_I": np.array([p["gamma_I"] for p in params]),
+               "param_n_neighbors": _object_array([p["n_neighbors"] for p in params]),
+               "param_power": _object_array([p["power"] for p in params]),
+               "mean_test_hinge": mean_hinge,
+               "param_class_prior": _object_array([p["class_prior"] for p in params]),
+               "mean_test_score": mean, "std_test_score": scores.std(axis=0),
+               "rank_test_score": rank,
+               "mean_fit_time": fit_times.mean(axis=0),
+               "mean_n_iter": n_iters.mean(axis=0)}
+        for s in range(len(splits)):
+            res[f"split{s}_test_score"] = scores[s]
+        self.cv_results_ = res
+        self.best_index_ = int(np.argmin(rank))
+        self.best_params_ = dict(params[self.best_index_])
+        self.best_score_ = float(mean[self.best_index_])
+        self.n_splits_ = len(splits)
+        self.grid_time_ = float(fit_times.sum())
+        self.graph_time_ = graph_time
+        # refit on every labeled row at the best setting
+        bp = self.best_params_
+        best = self._make_base(graphs[(bp["n_neighbors"], bp["power"])])
+        best.set_params(gamma_A=bp["gamma_A"], gamma_I=bp["gamma_I"],
+                        class_prior=bp["class_prior"], warm_start=False)
+        t = time.perf_counter()
+        best.fit(X, y)
+        self.refit_time_ = time.perf_counter() - t
+        self.best_estimator_ = best
+        self.classes_ = best.classes_
+        self.coef_ = best.coef_
+        self.intercept_ = best.intercept_
+        self.transduction_ = best.transduction_
+        self.graph_ = best.graph_
+        self.n_iter_ = best.n_iter_
+        return self
+
+
+class LapRLSClassifierCV(_GridCV):
+    """:class:`~linlap.LapRLSClassifier` with γ_A × γ_I chosen on one shared graph.
+
+    Each candidate minimises the LapRLS objective
+
+        J(w, b) = (1/l) Σ_{i labeled} (y_i − f(x_i))² + γ_A ‖w‖² + γ_I s fᵀL^p f
+
+    (see :class:`~linlap.LapRLSClassifier`). The graph is built once (or the fitted
+    ``graph`` reused); a ``power`` list is searched through
+    :meth:`KNNGraph.with_laplacian` views of it (L^p is never formed). Scores are the
+    accuracy on ``validation`` rows or the mean accuracy over ``cv`` stratified folds of
+    the labeled rows. The best setting is refitted on all labeled rows (cold start).
+
+    How the grid is solved (``method``):
+
+    * ``'shifted'`` (default): for each graph, power, split and γ_I, the whole column of
+      γ_A comes from one CG recurrence — every γ_A is a shift of the same operator, so
+      each iteration costs one pass over X, p graph passes and one over Xᵀ for all of
+      them (:func:`linlap.solvers.laprls.laprls_grid`). With ``patience``, a candidate stops
+      once the predicted labels of the scoring rows have stayed the same for
+      ``patience`` iterations (otherwise at ``tol``). Used for ``class_prior=None``;
+      the other class-prior settings of a list take the ``'warm'`` route.
+    * ``'warm'``: one :class:`~linlap.LapRLSClassifier` fit per candidate, walked in
+      snake order over (γ_A, γ_I) so that with ``warm_start=True`` every fit starts CG
+      from its neighbour's solution.
+
+    Parameters
+    ----------
+    gamma_A, gamma_I : float or sequence of float
+        The grid (default 7 × 7: γ_A 1e-6…1e-1, γ_I 1e-2…1e3).
+    n_neighbors : None, int or sequence of int, default=None
+        k of the kNN graph to search: one graph per k, built once (with the other
+        settings of ``graph``, or the defaults); None keeps the graph's.
+    power : None, int or sequence of int, default=None
+        Laplacian powers to search (views of each graph, L^p never formed); None keeps
+        the graph's.
+    class_prior : setting or list of settings, default=None
+        ``class_prior`` of the base estimator; a list of settings searches its entries,
+        e.g. ``[None, 'labeled', [0.5, 0.5]]``; a flat list of numbers is one setting
+        (class proportions).
+    graph : KNNGraph or None, default=None
+    cv : int, default=3
+    method : {'shifted', 'warm'}, default='shifted'
+        How the grid is solved (see above).
+    patience : int or None, default=4
+        Early stopping of the ``'shifted'`` grid: a candidate stops once the labels of its
+        scoring rows have not changed for ``patience`` iterations (None: every candidate
+        runs to ``tol``).
+    warm_start : bool, default=True
+        ``method='warm'``: start each fit from its grid neighbour's solution.
+    unlabeled, fit_intercept, tol, max_iter, verbose
+        As in :class:`~linlap.LapRLSClassifier`.
+
+    Attributes
+    ----------
+    best_params_ : dict
+        ``gamma_A``, ``gamma_I``, ``n_neighbors``, ``power``, ``class_prior`` of the chosen
+        candidate (None: the graph's own).
+    best_score_ : float
+        Its mean validation accuracy. Candidates are ranked by mean accuracy, ties by the
+        mean hinge loss ``max(0, 1 − y f)`` of their decision values on the scoring rows
+        (``mean_test_hinge``), then by grid order.
+    best_index_ : int
+    cv_results_ : dict of arrays
+        ``params``, ``param_*``, ``split{k}_test_score``, ``mean_test_score``,
+        ``std_test_score``, ``mean_test_hinge``, ``rank_test_score``, ``mean_fit_time``,
+        ``mean_n_iter``.
+    best_estimator_ : LapRLSClassifier
+        Refitted on all labeled rows.
+    classes_, coef_, intercept_, transduction_, graph_, n_iter_, n_features_in_
+        Those of ``best_estimator_``.
+    grid_time_ : float
+        Seconds spent in the grid fits (all splits); ``refit_time_`` for the final fit,
+        ``graph_time_`` for building the graph. With ``method='shifted'``,
+        ``mean_fit_time`` spreads a run's time evenly over its candidates and
+        ``mean_n_iter`` counts the iterations each candidate took part in.
+    """
+
+    _base = LapRLSClassifier
+
+    def __init__(self, gamma_A=_DEFAULT_GAMMA_A, gamma_I=_DEFAULT_GAMMA_I, *,
+                 n_neighbors=None, power=None, class_prior=None, graph=None, cv=3,
+                 method="shifted", patience=4, warm_start=True, unlabeled=-1,
+                 fit_intercept=True, tol=1e-4, max_iter=1000, verbose=0):
+        store_params(self, locals())
+
+    def _shifted(self, prior):
+        return self.method == "shifted" and prior is None
+
+    def _grid_solve(self, X, T, rows, graph, gA, gI, Xscore):
+        coef, intercept, info = laprls_grid(
+            X, T, rows, graph.laplacian_matvec, gamma_A=gA, gamma_I=gI, scale=graph.scale_,
+            fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
+            monitor_rows=Xscore, patience=self.patience, warn=False)
+        c = T.shape[1]
+        steps = info.n_iter_shift.reshape(len(gA), len(gI), c).max(axis=2).T
+        return coef, intercept, steps
+
+
+class LapSVMClassifierCV(_GridCV):
+    """:class:`~linlap.LapSVMClassifier` with γ_A × γ_I chosen on one shared graph.
+
+    Each candidate minimises ``J = (1/l) Σ V(y_i, f(x_i)) + γ_A ‖w‖² + γ_I s fᵀL^p f`` with
+    the base estimator's loss (squared hinge by finite Newton by default). Scoring and
+    refit as in :class:`LapRLSClassifierCV`.
+
+    How the grid is solved (``method``):
+
+    * ``'shifted'`` (default; squared hinge by ``solver='newton'``, ``class_prior=None``):
+      the LapRLS solutions of the whole grid come from one shifted CG run per γ_I (as in
+      :class:`LapRLSClassifierCV`, with the same ``patience``); a point where every
+      labeled row has ``y f ≤ 1`` is also the LapSVM minimiser (the squared hinge equals
+      the squared loss there), the others are finished by finite Newton from their
+      LapRLS point (:func:`linlap.solvers.newton.lapsvm_grid`).
+    * ``'warm'`` (and the other losses, solvers and class-prior settings): one
+      :class:`~linlap.LapSVMClassifier` fit per candidate in snake order, Newton starting
+      from the neighbour's w when ``warm_start=True``.
+
+    Parameters
+    ----------
+    gamma_A, gamma_I, n_neighbors, power, class_prior, graph, cv, method, patience, warm_start
+        As in :class:`LapRLSClassifierCV`.
+    solver, loss, memory_budget
+        Passed to :class:`~linlap.LapSVMClassifier`.
+    unlabeled, fit_intercept, tol, max_iter, verbose
+        As in :class:`~linlap.LapSVMClassifier`.
+
+    Attributes
+    ----------
+    As in :class:`LapRLSClassifierCV` (``best_estimator_`` is a LapSVMClassifier). With
+    ``method='shifted'``, ``mean_n_iter`` counts the Newton steps of a candidate's
+    refinement (0 when its LapRLS point was kept).
+    """
+
+    _base = LapSVMClassifier
+
+    def __init__(self, gamma_A=_DEFAULT_GAMMA_A, gamma_I=_DEFAULT_GAMMA_I, *,
+                 n_neighbors=None, power=None, class_prior=None, graph=None, cv=3,
+                 method="shifted", patience=4, warm_start=True, solver="newton",
+                 loss="squared_hinge", unlabeled=-1, fit_intercept=True, tol=1e-4,
+                 max_iter=50, memory_budget=2**30, verbose=0):
+        store_params(self, locals())
+
+    def _base_extra(self):
+        return {"solver": self.solver, "loss": self.loss, "memory_budget": self.memory_budget}
+
+    def _shifted(self, prior):
+        return (self.method == "shifted" and prior is None and self.solver == "newton"
+                and self.loss == "squared_hinge")
+
+    def _grid_solve(self, X, T, rows, graph, gA, gI, Xscore):
+        coef, intercept, steps, _ = lapsvm_grid(
+            X, T, rows, graph.laplacian_matvec, gamma_A=gA, gamma_I=gI, scale=graph.scale_,
+            fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
+            monitor_rows=Xscore, patience=self.patience)
+        return coef, intercept, steps

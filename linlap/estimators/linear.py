@@ -1,0 +1,192 @@
+"""The linear classifiers: :class:`LapRLSClassifier` and :class:`LapSVMClassifier`."""
+
+from ..solvers.laprls import laprls_linear
+from ..solvers.lapsvm_newton import lapsvm_newton
+from ..solvers.lapsvm_tinv import lapsvm_tinv
+from ._base import LinearLapClassifier, store_params
+
+__all__ = ["LapRLSClassifier", "LapSVMClassifier"]
+
+
+class LapRLSClassifier(LinearLapClassifier):
+    """Linear Laplacian regularised least squares (seed 004 §4.1).
+
+    Fits ``f(x) = w·x + b`` on labeled and unlabeled rows by minimising, per class
+    (one-vs-rest, ±1 targets; a single column for binary problems),
+
+        J(w, b) = (1/l) Σ_{i labeled} (y_i − f(x_i))² + γ_A ‖w‖² + γ_I s fᵀ L^p f
+
+    where ``f`` stacks the decision values of all n training rows, ``L^p`` is the
+    graph Laplacian of :class:`~linlap.KNNGraph` raised to its ``power`` and
+    ``s = 1/trace(L)`` keeps a good ``γ_I`` from drifting with n and k. The bias is
+    not penalised. The normal equations are solved by conjugate gradients through
+    products with X — ``XᵀLX`` is never formed — with all classes in one batched solve.
+
+    Parameters
+    ----------
+    gamma_A : float, default=1e-4
+        Weight γ_A of the ambient (ridge) penalty ``‖w‖²``.
+    gamma_I : float, default=10.0
+        Weight γ_I of the intrinsic (graph smoothness) penalty.
+    graph : KNNGraph or None, default=None
+        The document graph. None builds ``KNNGraph()`` on X (with k capped at n − 1).
+        An unfitted KNNGraph is fitted on X (a copy; the parameter is not changed);
+        a fitted one is reused as is — build it once on all training rows and pass it
+        to as many estimators as you like.
+    class_prior : None, 'labeled', array-like or dict, default=None
+        Class-balance constraint: pin the mean decision value over the unlabeled
+        rows to ``2π_c − 1`` for each class c (one-vs-rest targets). None: off;
+        'labeled': π from the labeled rows' class proportions; otherwise the
+        proportions in the order of ``classes_`` (or a dict class → proportion).
+    unlabeled : object, default=-1
+        The value of ``y`` that marks an unlabeled row (e.g. ``''`` or None for
+        string labels, or any value that is not a class).
+    fit_intercept : bool, default=True
+        Fit the unpenalised bias b.
+    tol : float, default=1e-4
+        CG stops when the relative residual of the normal equations is below tol.
+    max_iter : int, default=1000
+        Maximum CG iterations.
+    warm_start : bool, default=False
+        Start CG from the previous fit's solution (same shapes).
+    verbose : int, default=0
+        Print CG progress to stderr (and, when the estimator builds the graph itself,
+        the graph's steps).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : int
+        CG iterations of the last fit.
+    transduction_ : ndarray of shape (n_samples,)
+        Labels of the training rows: the given label for labeled rows, the
+        prediction for unlabeled ones.
+    graph_ : KNNGraph
+        The fitted graph used.
+    n_features_in_ : int
+    """
+
+    def __init__(self, gamma_A=1e-4, gamma_I=10.0, *, graph=None, class_prior=None,
+                 unlabeled=-1, fit_intercept=True, tol=1e-4, max_iter=1000,
+                 warm_start=False, verbose=0):
+        store_params(self, locals())
+
+    def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
+        return laprls_linear(
+            X, targets, labeled_rows, graph.laplacian_matvec,
+            gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_,
+            balance=balance, unlabeled_rows=unlabeled_rows,
+            fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
+            init=init, callback=self._progress_callback("LapRLS"),
+        )
+
+
+class LapSVMClassifier(LinearLapClassifier):
+    """Linear Laplacian SVM (seed 004 §4.2).
+
+    Fits ``f(x) = w·x + b`` on labeled and unlabeled rows by minimising, per class
+    (one-vs-rest, ±1 targets; a single column for binary problems),
+
+        J(w, b) = (1/l) Σ_{i labeled} V(y_i, f(x_i)) + γ_A ‖w‖² + γ_I s fᵀ L^p f
+
+    with the squared hinge ``V = max(0, 1 − y f)²`` (or the hinge, ``solver='tinv'``
+    only), ``f`` the decision values of all n training rows, ``L^p`` the Laplacian
+    of :class:`~linlap.KNNGraph` raised to its ``power`` and ``s = 1/trace(L)`` —
+    the same scaling as :class:`LapRLSClassifier`. The bias is not penalised.
+
+    Parameters
+    ----------
+    gamma_A : float, default=1e-4
+        Weight γ_A of ``‖w‖²``.
+    gamma_I : float, default=10.0
+        Weight γ_I of the graph smoothness penalty.
+    solver : {'newton', 'tinv'}, default='newton'
+        'newton': L2-SVM modified finite Newton (Keerthi & DeCoste 2005) with the
+        graph term; each step solves a LapRLS-like system on the active labeled
+        rows by CG through X (all classes share each product), then an exact line
+        search. Scales to millions of documents. 'tinv': T⁻¹ preprocessing — the
+        dense d × d Cholesky factor of ``γ_A I + γ_I s XᵀL^pX`` maps the l labeled
+        rows to a standard SVM; for small d only (refused over ``memory_budget``),
+        and the factor is reused by later fits with the same graph and γ_I/γ_A.
+    loss : {'squared_hinge', 'hinge'}, default='squared_hinge'
+        'hinge' needs ``solver='tinv'``.
+    graph : KNNGraph or None, default=None
+        As in :class:`LapRLSClassifier`.
+    class_prior : None, 'labeled', array-like or dict, default=None
+        Class-balance constraint on the mean decision value over the unlabeled
+        rows (``solver='newton'`` only), as in :class:`LapRLSClassifier`.
+    unlabeled : object, default=-1
+        Marker of unlabeled rows in ``y``.
+    fit_intercept : bool, default=True
+    tol : float, default=1e-4
+        Newton: CG tolerance of the final steps, slack of the optimality check, and
+        the relative decrease of J below which a class stops. T⁻¹: tolerance of the
+        l-row SVM solver.
+    max_iter : int, default=50
+        Newton steps (or the l-row solver's iterations for 'tinv').
+    memory_budget : int, default=2**30
+        Bytes allowed for the dense d × d factor of ``solver='tinv'``.
+    warm_start : bool, default=False
+        Start Newton from the previous fit's solution.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, transduction_, graph_, n_features_in_
+        As in :class:`LapRLSClassifier`.
+    n_iter_ : int
+        Newton steps (or l-row solver iterations for 'tinv').
+    """
+
+    def __init__(self, gamma_A=1e-4, gamma_I=10.0, *, solver="newton", loss="squared_hinge",
+                 graph=None, class_prior=None, unlabeled=-1, fit_intercept=True, tol=1e-4,
+                 max_iter=50, memory_budget=2**30, warm_start=False, verbose=0):
+        store_params(self, locals())
+
+    def _check_params(self):
+        super()._check_params()
+        if self.solver not in ("newton", "tinv"):
+            raise ValueError(f"solver must be 'newton' or 'tinv', got {self.solver!r}.")
+        if self.loss not in ("squared_hinge", "hinge"):
+            raise ValueError(f"loss must be 'squared_hinge' or 'hinge', got {self.loss!r}.")
+        if self.solver == "newton" and self.loss != "squared_hinge":
+            raise ValueError("solver='newton' minimises the squared hinge; use "
+                             "solver='tinv' for loss='hinge'.")
+        if self.solver == "tinv":
+            if self.class_prior is not None:
+                raise ValueError("class_prior is available with solver='newton' only.")
+            if not self.gamma_A > 0:
+                raise ValueError("solver='tinv' needs gamma_A > 0 (T² must be positive "
+                                 "definite).")
+
+    def __getstate__(self):
+        # the cached d × d factor is a speed-up, not part of the model
+        state = super().__getstate__()
+        state.pop("_tinv_cache", None)
+        return state
+
+    def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
+        if self.solver == "newton":
+            return lapsvm_newton(
+                X, targets, labeled_rows, graph.laplacian_matvec,
+                gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_,
+                balance=balance, unlabeled_rows=unlabeled_rows,
+                fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
+                init=init, callback=self._progress_callback(
+                    "LapSVM Newton", "relative decrease of J", every=1),
+            )
+        # The factor depends only on the graph (hence X), γ_I s/γ_A and the intercept:
+        # reuse it across classes and across refits that keep those fixed.
+        key = (graph, self.gamma_I / self.gamma_A, self.fit_intercept, X.shape)
+        cached = getattr(self, "_tinv_cache", None)
+        factor = cached[1] if cached is not None and cached[0] == key else None
+        sol = lapsvm_tinv(
+            X, targets, labeled_rows, graph.laplacian_matvec,
+            gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_, loss=self.loss,
+            fit_intercept=self.fit_intercept, memory_budget=self.memory_budget,
+            tol=self.tol, max_iter=self.max_iter, factor=factor,
+        )
+        self._tinv_cache = (key, sol.state["factor"])
+        return sol

@@ -1,0 +1,607 @@
+"""The :class:`KNNGraph` estimator: parameters, fit orchestration and the Laplacian
+operator it hands to the solvers."""
+
+import numbers
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .._memory import check_memory, graph_bytes
+from .._validation import is_int
+from . import reorder as _reorder
+from . import search
+from .laplacian import (LaplacianPasses, laplacian_matrix, laplacian_power, laplacian_product,
+                        laplacian_trace, pass_blocks)
+from .storage import load_graph, save_graph
+from .weights import SYMMETRIZE, WEIGHTS, weights_matrix
+
+__all__ = ["KNNGraph"]
+
+_SPACES = ("auto", "tfidf", "svd")
+_ALGORITHMS = ("auto", "exact", "nndescent")
+# attributes of a fitted graph that with_laplacian and subgraph views share
+_SHARED = ("neighbors_", "distances_", "adjacency_", "degree_", "heat_sigma_", "algorithm_",
+           "space_", "recall_", "n_repaired_", "n_samples_fit_", "n_features_in_",
+           "build_time_", "node_order_")
+
+
+def check_power(p):
+    if not is_int(p) or p < 1:
+        raise ValueError(f"power must be an integer >= 1, got {p!r}.")
+
+
+class KNNGraph(BaseEstimator):
+    r"""k-nearest-neighbour graph over documents and its Laplacian operator.
+
+    Built once over all rows (labeled and unlabeled) and passed to many
+    estimators; model selection over the regularisation weights reuses it.
+    ``sklearn.base.clone`` of a *fitted* graph returns the graph itself
+    (it is immutable and meant to be shared); use :meth:`with_laplacian` to
+    get the same graph with another Laplacian without rebuilding it.
+
+    **Geometry.**  Rows are L2-normalised internally (on a copy) and compared
+    by cosine.  The distance convention used everywhere (``distances_``, the
+    heat kernel, the data-driven σ) is the Euclidean distance between unit
+    vectors,
+
+    .. math:: d(x_i, x_j) = \sqrt{\max(0,\ 2 - 2\cos(x_i, x_j))} \in [0, 2],
+
+    computed in float64; d² below 1e-12 (the rounding level of 2 − 2 cos) is
+    reported as exactly 0, so duplicate documents have distance 0.
+
+    With ``space='svd'`` the rows are first projected by a
+    ``TruncatedSVD(n_components)`` and re-normalised; neighbours, distances
+    and weights are then all computed in that space.
+
+    **Weights** on a kNN edge (i, j), j among the k nearest of i:
+
+    * ``'binary'``: :math:`w_{ij} = 1`;
+    * ``'heat'``: :math:`w_{ij} = \exp(-d_{ij}^2 / (2\sigma^2))`, σ =
+      ``heat_sigma`` or, if None, the mean of all n·k kNN distances
+      (1.0 if that mean is 0, i.e. every neighbour is a duplicate);
+    * ``'cosine'``: :math:`w_{ij} = \max(0, \cos(x_i, x_j)) = \max(0, 1 - d_{ij}^2/2)`
+      (an orthogonal neighbour gives no edge).
+
+    Duplicate rows (d = 0) get weight 1 under every scheme.  The directed
+    kNN matrix A is symmetrised as W = max(A, Aᵀ) (``'union'``) or
+    W = min(A, Aᵀ) (``'mutual'``, which may leave nodes isolated).
+
+    **Laplacian.**  Degree :math:`D = \mathrm{diag}(W\mathbf 1)`.
+
+    * unnormalised (``normalized=False``): :math:`L = D - W`;
+    * normalised (``normalized=True``):
+      :math:`L = D^{-1/2}(D - W)D^{-1/2} = I - D^{-1/2} W D^{-1/2}`, with
+      :math:`D^{-1/2}` of a zero degree taken as 0.  An isolated node
+      therefore has an all-zero row and column (:math:`L_{ii} = 0`), exactly
+      as in D − W: the graph says nothing about it.
+
+    ``power=p`` means :math:`L^p`, applied by :meth:`laplacian_matvec` as p
+    sparse products and never formed.
+
+    **Node order.**  Each power of L is one pass over W that gathers, for
+    every row, the rows of the current n × c block at its neighbours; when the
+    neighbours of a node are scattered over all n positions (a kNN graph in
+    document order), those gathers are cache misses and dominate the pass.
+    With ``reorder`` (by default for n_samples >= 100,000) fit computes a node
+    order ``node_order_`` once — reverse Cuthill–McKee, then clusters by label
+    propagation sorted in that order — and keeps the renumbered copy
+    P W Pᵀ (same nnz) for the passes: :meth:`laplacian_matvec` permutes its
+    input once (fused with the first diagonal scaling), runs the p passes on
+    the renumbered graph and writes the last pass's rows straight back to the
+    original order.  Results, ``adjacency_``, :meth:`laplacian_matrix` and
+    every other attribute stay in the original row order.  Cost: O(nnz(W)) more
+    time in fit and a second copy of W in memory (12 bytes per stored entry plus
+    the n-vectors); bench/RESULTS.md has the measured gain of the passes.
+
+    **Scale of the graph term.**  linlap's objective multiplies the graph
+    term by :math:`s = 1/\mathrm{trace}(L)` so that a good γ_I does not drift
+    with n or k.  ``trace_`` is trace(L) — the number of non-isolated nodes
+    for the normalised Laplacian, the sum of the degrees (= sum of W) for
+    D − W — and ``scale_ = 1 / trace_`` (0.0 if the graph has no edge).
+    The trace is that of L, also when ``power > 1``.
+
+    **Defaults** (k = 50, cosine weights, union, normalised Laplacian, p = 5)
+    were chosen by test error on real text (bench/RESULTS.md).
+
+    **Search.**  ``algorithm='exact'`` uses blocked sparse (or dense) dot
+    products with memory bounded by the block size.  ``'nndescent'`` uses
+    pynndescent's k-NN graph (``metric='cosine'``), asks it for
+    ``n_search_neighbors`` neighbours and keeps the best k; rows for which
+    pynndescent returns ``-1`` (it can, on sparse cosine data, when all
+    candidates are orthogonal) or too few neighbours are repaired by exact
+    search (``n_repaired_``).  Distances of the kept neighbours are
+    recomputed exactly in float64, so both paths report identical distances
+    for the same edge.  ``recall_`` is then measured on ``recall_sample``
+    random rows against the exact neighbours in the same space.
+
+    The first pynndescent call of a process pays a numba JIT compilation of
+    tens of seconds.
+
+    **Large n** (above ``exact_max_samples``, ``space='auto'``): exact search
+    costs n² row pairs and pynndescent on sparse TF-IDF finds few true
+    neighbours, so the rows are first embedded by a 50-dimensional
+    TruncatedSVD (fitted on ``svd_sample`` rows) and pynndescent searches that
+    dense space, asking for k + 10 candidates.  The SVD space is chosen for
+    what can be built at scale, not because it is always the better graph
+    (bench/RESULTS.md compares the two).
+
+    Parameters
+    ----------
+    n_neighbors : int, default=50
+        k, the number of neighbours per row (1 <= k < n_samples).
+    weight : {'binary', 'heat', 'cosine'}, default='cosine'
+        Edge weights, see above.
+    heat_sigma : float or None, default=None
+        Width σ > 0 of the heat kernel; None chooses the mean kNN distance.
+    symmetrize : {'union', 'mutual'}, default='union'
+        W = max(A, Aᵀ) or W = min(A, Aᵀ).
+    normalized : bool, default=True
+        Normalised Laplacian I − D^{-1/2} W D^{-1/2} (True) or D − W (False).
+        The estimators scale the graph term by s = 1/trace(L); the eigenvalues of
+        D − W reach about twice the largest degree, so with ``normalized=False`` and
+        p > 1 the term s fᵀL^p f is orders of magnitude larger than with the
+        normalised Laplacian at the same γ_I (γ_I must shrink accordingly, or every
+        prediction collapses to one class).
+    power : int, default=5
+        The operator applies L^p (p >= 1) by p sparse matrix products.
+    space : {'auto', 'tfidf', 'svd'}, default='auto'
+        Search neighbours on the (row-normalised) input itself, or on its
+        row-normalised TruncatedSVD embedding. 'auto': the input itself when
+        n_samples <= ``exact_max_samples``, else the SVD embedding (see
+        "Large n" above).
+    n_components : int, default=50
+        Dimension of the SVD embedding (``space='svd'`` only).
+    svd_sample : int, default=100000
+        The SVD is fitted on at most this many random rows, then applied to
+        all rows (``space='svd'`` only).
+    algorithm : {'auto', 'exact', 'nndescent'}, default='auto'
+        'auto' is exact when n_samples <= ``exact_max_samples``, else nndescent.
+    exact_max_samples : int, default=50000
+        Threshold of ``algorithm='auto'``.
+    n_search_neighbors : int or None, default=None
+        Number of neighbours pynndescent is asked for (it lists the row
+        itself among them); the best k others are kept.  Must exceed k.
+        None means ``max(n_neighbors + 10, 30)`` on sparse input and
+        ``n_neighbors + 10`` on dense input or the SVD embedding.
+    nndescent_kwds : dict or None, default=None
+        Extra keyword arguments for ``pynndescent.NNDescent`` (e.g.
+        ``n_trees``, ``n_iters``, ``max_candidates``, ``delta``); by default
+        pynndescent's own.  ``metric``, ``n_neighbors``, ``random_state``,
+        ``n_jobs`` and ``verbose`` are set by KNNGraph and may not be given.
+        ``diversify_prob`` and ``pruning_degree_multiplier`` only shape
+        pynndescent's *query* graph, which KNNGraph never builds; they have
+        no effect here.
+    recall_sample : int, default=200
+        Rows on which the approximate search is checked against exact
+        search (recall@k); 0 disables the check.
+    reorder : {'auto', True, False}, default='auto'
+        Renumber the nodes for memory locality of :meth:`laplacian_matvec`
+        (computed once in fit from W; see "Node order" above).  'auto'
+        renumbers when n_samples >= 100,000.  Only the internal layout
+        changes: every result and attribute stays in the original row order.
+        Costs a second copy of W in memory.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the SVD, pynndescent and the recall sample.
+    n_jobs : int or None, default=None
+        Threads for the search (scikit-learn convention: None means 1
+        unless inside a ``joblib.parallel_backend`` context, -1 all cores).
+        Passed to pynndescent and used by the exact search.
+    verbose : bool, default=False
+        Print each step and its time (and progress of the exact search).
+
+    Attributes
+    ----------
+    neighbors_ : ndarray of shape (n_samples, n_neighbors), int64
+        Indices of the k nearest neighbours of every row, nearest first.
+    distances_ : ndarray of shape (n_samples, n_neighbors), float64
+        Their distances d = sqrt(max(0, 2 − 2 cos)).
+    adjacency_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        The symmetric weight matrix W (float64, zero diagonal, no explicit
+        zeros, sorted indices).
+    degree_ : ndarray of shape (n_samples,)
+        Row sums of W.
+    n_isolated_ : int
+        Number of nodes with degree 0.
+    trace_ : float
+        trace(L).
+    scale_ : float
+        s = 1 / trace(L), the normalisation of the graph term.
+    heat_sigma_ : float or None
+        σ actually used (``weight='heat'`` only).
+    algorithm_ : str
+        'exact' or 'nndescent', as resolved.
+    space_ : str
+        'tfidf' or 'svd', as resolved.
+    recall_ : float or None
+        recall@k of the approximate search on ``recall_sample`` rows
+        (tie-aware: a returned neighbour counts as correct when its distance
+        does not exceed the exact k-th distance); None for the exact search
+        or when ``recall_sample=0``.
+    n_repaired_ : int
+        Rows of the approximate search re-done by exact search.
+    node_order_ : ndarray of shape (n_samples,), int64, or None
+        The node numbering of the Laplacian passes (position q holds row
+        ``node_order_[q]``), or None when the nodes were not renumbered.
+    build_time_ : dict
+        Seconds spent per step: 'svd' (if used), 'search', 'recall'
+        (if measured), 'weights', 'reorder' (if renumbered) and 'total'.
+    n_samples_fit_ : int
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> g = KNNGraph(n_neighbors=10, weight="heat").fit(X_tfidf)   # doctest: +SKIP
+    >>> Lz = g.laplacian_matvec(z)                                   # doctest: +SKIP
+    >>> g2 = g.with_laplacian(power=2)         # same graph, L^2       # doctest: +SKIP
+    """
+
+
+    def __init__(self, n_neighbors=50, *, weight="cosine", heat_sigma=None,
+                 symmetrize="union", normalized=True, power=5, space="auto",
+                 n_components=50, svd_sample=100_000, algorithm="auto",
+                 exact_max_samples=50000,
+                 n_search_neighbors=None, nndescent_kwds=None, recall_sample=200,
+                 reorder="auto", random_state=None, n_jobs=None, verbose=False):
+        self.n_neighbors = n_neighbors
+        self.weight = weight
+        self.heat_sigma = heat_sigma
+        self.symmetrize = symmetrize
+        self.normalized = normalized
+        self.power = power
+        self.space = space
+        self.n_components = n_components
+        self.svd_sample = svd_sample
+        self.algorithm = algorithm
+        self.exact_max_samples = exact_max_samples
+        self.n_search_neighbors = n_search_neighbors
+        self.nndescent_kwds = nndescent_kwds
+        self.recall_sample = recall_sample
+        self.reorder = reorder
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------
+    # parameter checks
+    # ------------------------------------------------------------------
+    def _check_params(self):
+        def choice(name, options):
+            val = getattr(self, name)
+            if not isinstance(val, str) or val not in options:
+                raise ValueError(f"{name} must be one of {options}, got {val!r}.")
+
+        if not is_int(self.n_neighbors) or self.n_neighbors < 1:
+            raise ValueError(f"n_neighbors must be an integer >= 1, got {self.n_neighbors!r}.")
+        choice("weight", WEIGHTS)
+        if self.heat_sigma is not None:
+            if (not isinstance(self.heat_sigma, numbers.Real) or isinstance(self.heat_sigma, bool)
+                    or not np.isfinite(self.heat_sigma) or self.heat_sigma <= 0):
+                raise ValueError(
+                    f"heat_sigma must be a finite number > 0 or None, got {self.heat_sigma!r}.")
+        choice("symmetrize", SYMMETRIZE)
+        if not isinstance(self.normalized, (bool, np.bool_)):
+            raise ValueError(f"normalized must be True or False, got {self.normalized!r}.")
+        check_power(self.power)
+        choice("space", _SPACES)
+        if not is_int(self.n_components) or self.n_components < 1:
+            raise ValueError(f"n_components must be an integer >= 1, got {self.n_components!r}.")
+        if not is_int(self.svd_sample) or self.svd_sample < 1:
+            raise ValueError(f"svd_sample must be an integer >= 1, got {self.svd_sample!r}.")
+        choice("algorithm", _ALGORITHMS)
+        if not is_int(self.exact_max_samples) or self.exact_max_samples < 0:
+            raise ValueError(
+                f"exact_max_samples must be an integer >= 0, got {self.exact_max_samples!r}.")
+        if self.n_search_neighbors is not None and (
+                not is_int(self.n_search_neighbors)
+                or self.n_search_neighbors <= self.n_neighbors):
+            raise ValueError(
+                "n_search_neighbors must be None or an integer > n_neighbors "
+                f"(pynndescent lists each row as its own first neighbour), got "
+                f"{self.n_search_neighbors!r} with n_neighbors={self.n_neighbors}.")
+        if self.nndescent_kwds is not None:
+            if not isinstance(self.nndescent_kwds, dict):
+                raise ValueError(
+                    f"nndescent_kwds must be a dict or None, got {type(self.nndescent_kwds)}.")
+            reserved = sorted(set(self.nndescent_kwds) & set(search.RESERVED_NNDESCENT_KEYS))
+            if reserved:
+                raise ValueError(
+                    f"nndescent_kwds may not set {reserved}: KNNGraph sets them itself.")
+        if not is_int(self.recall_sample) or self.recall_sample < 0:
+            raise ValueError(f"recall_sample must be an integer >= 0, got {self.recall_sample!r}.")
+        if not (isinstance(self.reorder, (bool, np.bool_))
+                or (isinstance(self.reorder, str) and self.reorder == "auto")):
+            raise ValueError(f"reorder must be 'auto', True or False, got {self.reorder!r}.")
+        if self.n_jobs is not None and (not is_int(self.n_jobs) or self.n_jobs == 0):
+            raise ValueError(f"n_jobs must be None or a nonzero integer, got {self.n_jobs!r}.")
+
+
+    # ------------------------------------------------------------------
+    # fit
+    # ------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Build the kNN graph of the rows of X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Documents as rows (typically TF-IDF).  Must be finite and have
+            no empty row.  Not modified.
+        y : ignored
+            Present for Pipeline compatibility.
+
+        Returns
+        -------
+        self : KNNGraph
+        """
+        t_total = time.perf_counter()
+        self._check_params()
+        verbose = bool(self.verbose)
+        Xn = search.prepare_input(X)
+        n, d = Xn.shape
+        k = self.n_neighbors
+        if k >= n:
+            raise ValueError(
+                f"n_neighbors={k} must be smaller than n_samples={n} "
+                "(every row needs k other rows as neighbours).")
+        rng = check_random_state(self.random_state)
+        n_jobs = search.effective_n_jobs(self.n_jobs)
+        times = {}
+
+        algorithm = self.algorithm
+        if algorithm == "auto":
+            algorithm = "exact" if n <= self.exact_max_samples else "nndescent"
+        space = self.space
+        if space == "auto":
+            space = "tfidf" if n <= self.exact_max_samples else "svd"
+
+        nnz = Xn.nnz if sp.issparse(Xn) else n * d
+        reorder = self.reorder is True or (
+            self.reorder == "auto" and n >= _reorder.REORDER_MIN_SAMPLES)
+        check_memory(
+            graph_bytes(n, nnz, k, space=space, n_components=self.n_components,
+                        n_search=self.n_search_neighbors, reorder=reorder),
+            f"Building the {k}-NN graph of {n} rows ({nnz} nonzeros)",
+            "Use a smaller n_neighbors, or fewer rows.")
+
+        if space == "svd":
+            if self.n_components > min(n, d):
+                raise ValueError(
+                    f"n_components={self.n_components} must be <= min(n_samples, n_features)"
+                    f" = {min(n, d)} for space='svd'.")
+            t0 = time.perf_counter()
+            Xs = search.svd_embedding(Xn, self.n_components, self.svd_sample, rng, verbose)
+            times["svd"] = time.perf_counter() - t0
+        else:
+            Xs = Xn
+        del Xn
+
+        t0 = time.perf_counter()
+        n_repaired = 0
+        if algorithm == "exact":
+            if verbose:
+                search.log(f"exact {k}-NN search over {n} rows")
+            neighbors, distances = search.exact_knn(Xs, k, n_jobs=n_jobs, verbose=verbose)
+            XT = None
+        else:
+            neighbors, distances, n_repaired, XT = search.approximate_search(
+                Xs, k, n_search=self.n_search_neighbors,
+                random_state=rng.randint(np.iinfo(np.int32).max), n_jobs=n_jobs,
+                verbose=verbose, kwds=self.nndescent_kwds)
+        times["search"] = time.perf_counter() - t0
+        if verbose:
+            search.log(f"search done in {times['search']:.1f} s"
+                       + (f" ({n_repaired} rows repaired by exact search)" if n_repaired else ""))
+
+        recall = None
+        if algorithm == "nndescent" and self.recall_sample > 0:
+            t0 = time.perf_counter()
+            recall = search.sampled_recall(Xs, distances, k, self.recall_sample, rng, XT=XT,
+                                           n_jobs=n_jobs)
+            times["recall"] = time.perf_counter() - t0
+            if verbose:
+                search.log(f"recall@{k} on {min(self.recall_sample, n)} sampled rows: "
+                           f"{recall:.3f} ({times['recall']:.1f} s)")
+        del XT, Xs
+
+        t0 = time.perf_counter()
+        W, sigma = weights_matrix(neighbors, distances, self.weight, self.heat_sigma,
+                                  self.symmetrize)
+        times["weights"] = time.perf_counter() - t0
+
+        order = None
+        if reorder:
+            t0 = time.perf_counter()
+            order = _reorder.locality_order(W)
+            times["reorder"] = time.perf_counter() - t0
+            if verbose:
+                search.log(f"nodes renumbered for locality in {times['reorder']:.1f} s")
+
+        self.neighbors_ = neighbors
+        self.distances_ = distances
+        self.adjacency_ = W
+        self.degree_ = np.asarray(W.sum(axis=1)).ravel()
+        self.heat_sigma_ = sigma
+        self.algorithm_ = algorithm
+        self.space_ = space
+        self.recall_ = recall
+        self.n_repaired_ = int(n_repaired)
+        self.n_samples_fit_ = n
+        self.n_features_in_ = d
+        self.node_order_ = order
+        t0 = time.perf_counter()
+        self._set_laplacian()  # builds the renumbered copy of W when order is set
+        if order is not None:
+            times["reorder"] += time.perf_counter() - t0
+        times["total"] = time.perf_counter() - t_total
+        self.build_time_ = times
+        if verbose:
+            search.log(f"graph: {W.nnz // 2} edges, {self.n_isolated_} isolated nodes, "
+                       f"trace(L) = {self.trace_:g}; total {times['total']:.1f} s")
+        return self
+
+    # ------------------------------------------------------------------
+    # Laplacian
+    # ------------------------------------------------------------------
+    def _set_laplacian(self):
+        """Derive what the Laplacian passes read (and trace_, scale_) from W, degree_
+        and node_order_; the renumbered copy of W is reused when it was built for the
+        same W and order (``with_laplacian`` shares it)."""
+        deg = self.degree_
+        self.n_isolated_ = int(np.count_nonzero(deg == 0))
+        self._passes = LaplacianPasses(self.adjacency_, deg, getattr(self, "node_order_", None),
+                                       reuse=getattr(self, "_passes", None))
+        self.trace_ = laplacian_trace(deg, self.normalized)
+        self.scale_ = 1.0 / self.trace_ if self.trace_ > 0 else 0.0
+
+    def __getstate__(self):
+        # the passes (with the renumbered copy of W) are rebuilt on first use, not pickled
+        state = dict(super().__getstate__())  # object.__getstate__ returns __dict__ itself
+        state.pop("_passes", None)
+        return state
+
+    def _apply_laplacian(self, Z):
+        """One product L Z by plain scipy/numpy operations (reference implementation;
+        also used for complex input). :meth:`laplacian_matvec` uses fused numba passes."""
+        return laplacian_product(self.adjacency_, self.degree_, self.normalized, Z)
+
+    def laplacian_matvec(self, Z, out=None, work=None):
+        r"""Apply L^p to Z by p fused sparse passes (L^p is never formed).
+
+        Each power is one parallel numba pass over the CSR arrays of W with every
+        diagonal scaling folded in (:mod:`linlap.graph.laplacian`); W, the degree
+        vectors and the sums are float64. On a renumbered graph (``node_order_`` set)
+        the passes run on P W Pᵀ and the result comes back in the original order.
+
+        Parameters
+        ----------
+        Z : ndarray of shape (n_samples,) or (n_samples, m)
+            float32 or float64 (read as is, never copied when C-contiguous); other
+            real types are converted to float64.
+        out : ndarray of the shape of Z, float64, C-contiguous, optional
+            Where to write the result (must not overlap Z or ``work``).
+        work : float64 ndarray, C-contiguous, with at least ``Z.size`` elements, optional
+            Scratch (needed for ``power >= 2``, the normalised Laplacian or a
+            renumbered graph, see ``reorder``; allocated when missing).  With
+            ``out`` and ``work`` given, the call allocates nothing (an iterative
+            solver calling it every iteration).
+
+        Returns
+        -------
+        LZ : ndarray of the shape of Z, float64
+            :math:`L^p Z` (``out`` if given), float64 for float32 as well as
+            float64 input.
+        """
+        check_is_fitted(self, "adjacency_")
+        if sp.issparse(Z):
+            raise TypeError("laplacian_matvec expects a dense array, got a sparse matrix.")
+        Z = np.asarray(Z)
+        if Z.dtype.kind not in "fc":
+            Z = Z.astype(np.float64)
+        n = self.n_samples_fit_
+        if Z.ndim not in (1, 2) or Z.shape[0] != n:
+            raise ValueError(f"Z must have shape ({n},) or ({n}, m), got {Z.shape}.")
+        p = int(self.power)
+        if Z.dtype.kind == "c":  # complex: plain scipy products, no kernel for it
+            res = Z
+            for _ in range(p):
+                res = self._apply_laplacian(res)
+            if out is not None:
+                out[...] = res
+                return out
+            return res
+        passes = getattr(self, "_passes", None)
+        order = getattr(self, "node_order_", None)
+        if passes is None or not passes.matches(self.adjacency_, order):
+            # unpickled, or adjacency_ / node_order_ replaced since
+            self._set_laplacian()
+            passes = self._passes
+        need_tmp = p >= 2 or self.normalized or order is not None
+        Z2, out, out2, tmp = pass_blocks(Z, out, work, need_tmp)
+        laplacian_power(passes, self.normalized, p, Z2, out2, tmp)
+        return out
+
+    def laplacian_matrix(self, power=None):
+        """Return L (or L^power) as an explicit sparse CSR matrix.
+
+        For tests and small problems only: L^p fills in quickly with p.
+        Solvers should use :meth:`laplacian_matvec`.
+
+        Parameters
+        ----------
+        power : int or None, default=None
+            Power of L; None uses ``self.power``.
+        """
+        check_is_fitted(self, "adjacency_")
+        p = self.power if power is None else power
+        check_power(p)
+        return laplacian_matrix(self.adjacency_, self.degree_, self.normalized, p)
+
+    def with_laplacian(self, normalized=None, power=None):
+        """Same graph, other Laplacian: a new fitted KNNGraph, no rebuild.
+
+        The neighbour arrays, the adjacency matrix and the degrees are
+        *shared* (not copied) with ``self``; only the normalisation and/or
+        the power differ.  Use it for model selection over p.
+
+        Parameters
+        ----------
+        normalized : bool or None
+            None keeps ``self.normalized``.
+        power : int or None
+            None keeps ``self.power``.
+
+        Returns
+        -------
+        graph : KNNGraph
+        """
+        check_is_fitted(self, "adjacency_")
+        params = self.get_params(deep=False)
+        if normalized is not None:
+            params["normalized"] = normalized
+        if power is not None:
+            params["power"] = power
+        new = type(self)(**params)
+        if not isinstance(new.normalized, (bool, np.bool_)):
+            raise ValueError(f"normalized must be True or False, got {new.normalized!r}.")
+        check_power(new.power)
+        for name in _SHARED:
+            setattr(new, name, getattr(self, name, None))
+        new._passes = getattr(self, "_passes", None)  # its renumbered CSR is reused
+        new._set_laplacian()
+        return new
+
+    # ------------------------------------------------------------------
+    # sharing, persistence
+    # ------------------------------------------------------------------
+    def __sklearn_clone__(self):
+        # A fitted graph is immutable and shared by many estimators: cloning
+        # an estimator that holds it must not throw the graph away.
+        if hasattr(self, "adjacency_"):
+            return self
+        return super().__sklearn_clone__()
+
+    def save(self, path):
+        """Save the fitted graph to ``path`` (NumPy ``.npz``, no pickle).
+
+        The file is written exactly at ``path`` (no suffix is added),
+        atomically: to a temporary file in the same directory, then renamed.
+        A ``random_state`` that is not an int or None is saved as None.
+        """
+        check_is_fitted(self, "adjacency_")
+        save_graph(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """Load a graph written by :meth:`save`.
+
+        Raises
+        ------
+        ValueError
+            If the file is not a linlap KNNGraph file, is of an unsupported
+            version, or is corrupt/truncated/inconsistent.
+        """
+        return load_graph(cls, path)

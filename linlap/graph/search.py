@@ -1,0 +1,350 @@
+"""Neighbour search for :class:`~linlap.graph.KNNGraph`: input checks, exact search by
+blocked dot products, pynndescent with exact repair, the SVD space and the sampled recall.
+
+Every function works on row-normalised (unit) rows and reports distances as
+``d = sqrt(max(0, 2 - 2 cos))``. pynndescent (and with it numba) is imported only when
+the approximate search runs.
+"""
+
+import sys
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.preprocessing import normalize
+
+from .._progress import progress
+
+__all__ = ["prepare_input", "svd_embedding", "exact_knn", "pair_distances",
+           "approximate_search", "sampled_recall", "effective_n_jobs", "log"]
+
+# Bytes allowed for the dense similarity block of the exact search (all
+# worker threads together).  Bounds memory independently of n.
+EXACT_MEMORY_BUDGET = 256 * 2**20
+MAX_BLOCK_ROWS = 4096
+# Squared distances below this are rounding noise of 2 - 2 cos: duplicates.
+DUP_D2 = 1e-12
+# Set by KNNGraph itself; letting nndescent_kwds override them would silently
+# change the search.
+RESERVED_NNDESCENT_KEYS = ("data", "metric", "n_neighbors", "random_state",
+                           "n_jobs", "verbose", "compressed")
+
+
+def log(msg):
+    # progress goes to stderr, like the solvers': stdout is for a program's output
+    print(f"[KNNGraph] {msg}", file=sys.stderr, flush=True)
+
+
+def effective_n_jobs(n_jobs):
+    # scikit-learn semantics: None -> 1 (or the active joblib backend), -1 -> all cores.
+    from joblib import effective_n_jobs as joblib_n_jobs
+
+    return max(1, int(joblib_n_jobs(n_jobs)))
+
+
+# --------------------------------------------------------------------------
+# Input validation
+# --------------------------------------------------------------------------
+
+def prepare_input(X):
+    """Validate X and return an L2-row-normalised float64 copy.
+
+    The copy is CSR (sparse input) or a C-contiguous ndarray (dense input);
+    the caller's X is never modified.
+    """
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got a sparse array with shape {X.shape}.")
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"X must hold real numbers, got dtype {X.dtype}.")
+        Xc = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        Xc.sum_duplicates()  # canonical format: sorted, no repeated (i, j)
+        bad = ~np.isfinite(Xc.data)
+        nonfinite_count = (np.isnan(Xc.data).sum(), np.isinf(Xc.data).sum())
+        Xc.eliminate_zeros()
+        empty = np.flatnonzero(np.diff(Xc.indptr) == 0)
+    else:
+        try:
+            Xc = np.array(X, dtype=np.float64, order="C", copy=True)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"X could not be converted to a float array: {exc}") from exc
+        if Xc.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {Xc.shape}.")
+        bad = ~np.isfinite(Xc)
+        nonfinite_count = (np.isnan(Xc).sum(), np.isinf(Xc).sum())
+        empty = np.flatnonzero(~np.any(Xc != 0, axis=1)) if Xc.size else np.arange(Xc.shape[0])
+    n, d = Xc.shape
+    if n < 2:
+        raise ValueError(f"KNNGraph needs at least 2 samples, got n_samples={n}.")
+    if d < 1:
+        raise ValueError("X has no features (n_features=0).")
+    if bad.any():
+        n_nan, n_inf = int(nonfinite_count[0]), int(nonfinite_count[1])
+        raise ValueError(
+            f"X contains non-finite values: {n_nan} NaN and {n_inf} inf entries. "
+            "Remove or impute them before building the graph.")
+    if empty.size:
+        first = ", ".join(str(i) for i in empty[:10])
+        more = ", ..." if empty.size > 10 else ""
+        raise ValueError(
+            f"X has {empty.size} empty row(s) (no nonzero entries), e.g. rows [{first}{more}]. "
+            "Empty documents carry no information for the graph (their cosine similarity "
+            "to every other document is undefined) and must be removed before building it.")
+    # Cosine geometry needs unit rows; normalize works on our private copy.
+    Xc = normalize(Xc, norm="l2", copy=False)
+    if sp.issparse(Xc):
+        Xc.sort_indices()
+    return Xc
+
+
+def svd_embedding(Xn, n_components, svd_sample, rng, verbose):
+    """Row-normalised TruncatedSVD embedding (float64) of the unit rows Xn.
+
+    The SVD is fitted on at most ``svd_sample`` random rows (the leading
+    directions of a large corpus are estimated as well from a sample, at a
+    fraction of the cost) and applied to all rows in chunks, so the extra
+    memory is the n × n_components embedding.
+    """
+    from sklearn.decomposition import TruncatedSVD
+
+    n = Xn.shape[0]
+    fit_rows = np.arange(n) if n <= svd_sample else np.sort(
+        rng.choice(n, size=svd_sample, replace=False))
+    if verbose:
+        log(f"TruncatedSVD to {n_components} dimensions, fitted on {fit_rows.size} of "
+             f"{n} rows")
+    svd = TruncatedSVD(n_components=n_components, algorithm="randomized",
+                       random_state=rng.randint(np.iinfo(np.int32).max))
+    svd.fit(Xn[fit_rows] if fit_rows.size < n else Xn)
+    E = np.empty((n, n_components), dtype=np.float64)
+    chunk = 100_000
+    for start in range(0, n, chunk):
+        E[start:start + chunk] = svd.transform(Xn[start:start + chunk])
+        if verbose and n > chunk:
+            log(f"  projected {min(start + chunk, n)}/{n} rows")
+    norms = np.linalg.norm(E, axis=1)
+    zero = norms == 0
+    if zero.any():
+        # Rows orthogonal to every component would stay 0; give them a common
+        # arbitrary direction so cosine stays defined (no NaN).
+        warnings.warn(f"{int(zero.sum())} rows have a zero SVD embedding; "
+                      "increase n_components.", RuntimeWarning)
+        E[zero] = 1.0
+        norms[zero] = np.sqrt(n_components)
+    E /= norms[:, None]
+    return E
+
+
+# --------------------------------------------------------------------------
+# Exact search
+# --------------------------------------------------------------------------
+
+def cos_to_dist(cos):
+    """d = sqrt(max(0, 2 - 2 cos)) for unit vectors, with duplicates snapped to 0.
+
+    The rounding error of cos is ~1e-16 but the square root amplifies it to
+    ~1e-8; d^2 below DUP_D2 is taken as an exact duplicate (d = 0) so that
+    the data-driven heat width and duplicate detection are not fooled.
+    """
+    d2 = 2.0 - 2.0 * np.asarray(cos, dtype=np.float64)
+    d2[d2 < DUP_D2] = 0.0
+    return np.sqrt(d2)
+
+
+def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
+    """Exact k nearest neighbours of ``X[rows]`` among all rows of X.
+
+    X has unit rows (CSR or dense).  Each query row excludes itself *by
+    index* (with duplicate documents, self is not necessarily the top hit).
+    Returns ``(indices, distances)`` of shape (len(rows), k), sorted by
+    increasing distance d = sqrt(max(0, 2 - 2 cos)), ties by index.
+    Memory is bounded by ``EXACT_MEMORY_BUDGET`` (the dense block of
+    similarities), whatever n is.
+    """
+    n = X.shape[0]
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    m = rows.shape[0]
+    ind = np.empty((m, k), dtype=np.int64)
+    dist = np.empty((m, k), dtype=np.float64)
+    if m == 0:
+        return ind, dist
+    sparse = sp.issparse(X)
+    if XT is None:
+        XT = transpose(X)
+    n_workers = max(1, min(n_jobs, m))
+    # ~3 dense n-vectors per block row (similarities, argpartition indices, slack).
+    block = int(EXACT_MEMORY_BUDGET // (n_workers * 24 * n))
+    block = max(1, min(MAX_BLOCK_ROWS, block, m))
+    starts = list(range(0, m, block))
+
+    def work(start):
+        r = rows[start:start + block]
+        b = r.shape[0]
+        if sparse:
+            S = (X[r] @ XT).toarray()
+        else:
+            S = X[r] @ XT
+        S[np.arange(b), r] = -np.inf  # never our own neighbour
+        top = np.argpartition(S, n - k, axis=1)[:, n - k:]
+        sims = np.take_along_axis(S, top, axis=1)
+        order = np.lexsort((top, -sims), axis=-1)
+        top = np.take_along_axis(top, order, axis=1)
+        sims = np.take_along_axis(sims, order, axis=1)
+        ind[start:start + b] = top
+        dist[start:start + b] = cos_to_dist(sims)
+        return b
+
+    bar = progress(verbose, total=m, desc="KNNGraph exact search", unit="rows")
+    if n_workers == 1 or len(starts) == 1:
+        results = map(work, starts)
+        pool = None
+    else:
+        pool = ThreadPoolExecutor(n_workers)  # scipy/BLAS release the GIL in the products
+        results = pool.map(work, starts)
+    try:
+        for b in results:
+            bar.update(b)
+    finally:
+        bar.close()
+        if pool is not None:
+            pool.shutdown()
+    return ind, dist
+
+
+def pair_distances(X, i, j):
+    """Distances sqrt(max(0, 2 - 2 cos)) for the row pairs (i[t], j[t]) of unit-row X."""
+    out = np.empty(i.shape[0], dtype=np.float64)
+    if sp.issparse(X):
+        avg_nnz = max(1.0, X.nnz / X.shape[0])
+        chunk = max(1, int(4_000_000 // avg_nnz))  # bound the nnz of each gathered block
+    else:
+        chunk = max(1, int(4_000_000 // max(1, X.shape[1])))
+    for s in range(0, i.shape[0], chunk):
+        a, b = i[s:s + chunk], j[s:s + chunk]
+        if sp.issparse(X):
+            cos = np.asarray(X[a].multiply(X[b]).sum(axis=1)).ravel()
+        else:
+            cos = np.einsum("ij,ij->i", X[a], X[b])
+        out[s:s + chunk] = cos_to_dist(cos)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Approximate search
+# --------------------------------------------------------------------------
+
+def nndescent_search(X, n_neighbors, *, metric, random_state, n_jobs, verbose, kwds):
+    """Run pynndescent and return its ``neighbor_graph`` (indices, distances).
+
+    Isolated in a function so that tests can substitute it.
+    """
+    import pynndescent  # lazy: pulls in numba, slow to import and to JIT
+
+    with warnings.catch_warnings():
+        # Rows it fails on come back with -1; KNNGraph repairs those exactly.
+        warnings.filterwarnings("ignore", message="Failed to correctly find n_neighbors")
+        index = pynndescent.NNDescent(
+            X, metric=metric, n_neighbors=n_neighbors, random_state=random_state,
+            n_jobs=n_jobs, verbose=verbose, **(kwds or {}))
+        indices, distances = index.neighbor_graph
+    return np.asarray(indices), np.asarray(distances)
+
+
+def select_candidates(cand, cand_dist, k):
+    """The first k candidates of every row other than the row itself.
+
+    pynndescent lists a row's neighbours nearest first, itself included
+    (dropped here by index).  A row is *bad* when its first k other
+    candidates contain a -1 (pynndescent found too few), an out-of-range
+    index, a non-finite distance or a repeat, or when there are fewer than
+    k of them.  Returns ``(kept, bad)``: kept is (n, k) with the bad rows
+    left at -1, to be redone by exact search.
+    """
+    n, m = cand.shape
+    cand = np.asarray(cand, dtype=np.int64)
+    other = cand != np.arange(n)[:, None]
+    keep = other & (np.cumsum(other, axis=1) <= k)
+    ok = keep.sum(axis=1) == k
+    usable = (cand >= 0) & (cand < n)
+    if cand_dist is not None:
+        usable &= np.isfinite(cand_dist)
+    ok &= ~np.any(keep & ~usable, axis=1)
+    kept = np.full((n, k), -1, dtype=np.int64)
+    kept[ok] = cand[keep & ok[:, None]].reshape(-1, k)
+    if k > 1:
+        srt = np.sort(kept[ok], axis=1)
+        ok[np.flatnonzero(ok)] = ~np.any(srt[:, 1:] == srt[:, :-1], axis=1)
+        kept[~ok] = -1
+    return kept, np.flatnonzero(~ok)
+
+
+def approximate_search(Xs, k, *, n_search, random_state, n_jobs, verbose, kwds):
+    """k nearest neighbours of every row by pynndescent, repaired and re-sorted exactly.
+
+    pynndescent is asked for ``n_search`` neighbours (it lists the row itself among
+    them; None: ``k + 10`` on dense input, ``max(k + 10, 30)`` on sparse input, where
+    NN-descent finds true neighbours less easily). The best k others are kept; rows it
+    failed on (``-1``, too few, repeats) are redone by exact search. Distances of the
+    kept neighbours are recomputed exactly in float64.
+
+    Returns
+    -------
+    neighbors, distances : ndarray of shape (n, k)
+    n_repaired : int
+    XT : transposed Xs if the repair built it (reused by :func:`sampled_recall`), else None
+    """
+    n = Xs.shape[0]
+    dense = not sp.issparse(Xs)
+    if n_search is None:
+        n_search = k + 10 if dense else max(k + 10, 30)
+    # pynndescent cannot return more than n - 1 others; rows that end up short are
+    # repaired below.
+    n_search = max(int(min(n_search, n - 1)), 2)
+    if verbose:
+        log(f"pynndescent search: {n_search} neighbours per row over {n} rows, "
+            f"keeping the best {k}")
+    data = Xs if sp.issparse(Xs) else Xs.astype(np.float32)
+    cand, cand_dist = nndescent_search(
+        data, n_search, metric="cosine", random_state=random_state, n_jobs=n_jobs,
+        verbose=bool(verbose), kwds=kwds)
+    if cand.ndim != 2 or cand.shape[0] != n:
+        raise RuntimeError(f"pynndescent returned a graph of shape {cand.shape} for {n} rows.")
+    kept, bad = select_candidates(cand, cand_dist, k)
+    good = np.setdiff1d(np.arange(n), bad, assume_unique=True)
+    distances = np.full((n, k), np.inf)
+    if good.size:
+        ii = np.repeat(good, k)
+        dist_good = pair_distances(Xs, ii, kept[good].ravel()).reshape(-1, k)
+        # pynndescent orders by float32 distances; re-sort by exact ones.
+        order = np.lexsort((kept[good], dist_good), axis=-1)
+        kept[good] = np.take_along_axis(kept[good], order, axis=1)
+        distances[good] = np.take_along_axis(dist_good, order, axis=1)
+    XT = None
+    if bad.size:
+        if verbose:
+            log(f"repairing {bad.size} rows by exact search")
+        XT = transpose(Xs)
+        kept[bad], distances[bad] = exact_knn(Xs, k, bad, XT=XT, n_jobs=n_jobs)
+    if np.any(kept < 0) or not np.all(np.isfinite(distances)):
+        raise RuntimeError("internal error: invalid neighbours after repair")
+    return kept, distances, int(bad.size), XT
+
+
+def sampled_recall(Xs, distances, k, sample_size, rng, *, XT=None, n_jobs=1):
+    """Tie-aware recall@k of ``distances`` against exact search on ``sample_size`` rows.
+
+    A returned neighbour counts as correct when its distance does not exceed the
+    exact k-th distance (duplicates make the exact set ambiguous).
+    """
+    n = Xs.shape[0]
+    sample = np.sort(rng.choice(n, size=min(sample_size, n), replace=False))
+    _, exact_dist = exact_knn(Xs, k, sample, XT=XT if XT is not None else transpose(Xs),
+                              n_jobs=n_jobs)
+    kth = exact_dist[:, -1:] + 1e-9
+    return float(np.mean(distances[sample] <= kth))
+
+
+def transpose(Xs):
+    """Xsᵀ in the layout the exact search multiplies by (CSR for sparse input)."""
+    return Xs.T.tocsr() if sp.issparse(Xs) else Xs.T
