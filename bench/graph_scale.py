@@ -39,7 +39,7 @@ def run(strategy, n, k, seed):
     del X_all
     out = {"strategy": strategy, "n": n, "k": k}
     if strategy == "exact":
-        Xn = _prepare_input(X)
+        Xn, _ = _prepare_input(X)
         XT = Xn.T.tocsr()
         rows = np.arange(2000)
         t = time.perf_counter()

@@ -60,10 +60,16 @@ def available_bytes():
         return None
 
 
+def format_bytes(n):
+    """Bytes in GiB with three significant digits and exactly (two sizes that differ
+    never print the same)."""
+    return f"{n / 2**30:.3g} GiB ({int(n):,} bytes)"
+
+
 def check_memory(needed, what, hint=""):
     """Raise MemoryError before starting ``what`` when ``needed`` bytes are not available."""
     avail = available_bytes()
     if avail is not None and needed > avail:
         raise MemoryError(
-            f"{what} needs about {needed / 2**30:.1f} GiB but only {avail / 2**30:.1f} GiB "
+            f"{what} needs about {format_bytes(needed)} but only {format_bytes(avail)} "
             f"of memory is available.{(' ' + hint) if hint else ''}")

@@ -4,7 +4,12 @@ import numbers
 
 import numpy as np
 
-__all__ = ["is_int", "check_nonnegative", "check_tol", "check_positive_int", "check_graph_param"]
+__all__ = ["is_int", "check_nonnegative", "check_tol", "check_positive_int", "check_graph_param",
+           "check_extreme_values"]
+
+#: Largest |x| the solvers accept: their sums of squares (‖X p‖², CG's ‖A p‖²) stay far
+#: from float64 overflow below it, and no document feature comes near it.
+MAX_ABS_VALUE = 1e30
 
 
 def is_int(x):
@@ -40,3 +45,16 @@ def check_graph_param(est):
     if est.graph is not None and not isinstance(est.graph, KNNGraph):
         raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
                          f"{type(est.graph).__name__}.")
+
+
+def check_extreme_values(X):
+    """X has no value of magnitude above ``MAX_ABS_VALUE`` (finite values are checked by
+    scikit-learn's validation before)."""
+    import scipy.sparse as sp
+
+    data = X.data if sp.issparse(X) else X
+    top = float(np.max(np.abs(data))) if data.size else 0.0
+    if top > MAX_ABS_VALUE:
+        raise ValueError(f"X has extreme values (max |x| = {top:.3g} > {MAX_ABS_VALUE:g}): the "
+                         f"solvers' sums of squares would overflow to non-finite values. "
+                         f"Rescale X (e.g. TF-IDF rows of unit norm).")

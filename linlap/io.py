@@ -131,8 +131,14 @@ def _iter_jsonl(path, text_column, label_column, unlabeled, chunk_size, need_lab
             raise ValueError(f"{path}, line {number}: field {text_column!r} is "
                              f"{type(text).__name__}, not a string")
         has_label_field = has_label_field or label_column in record
+        label = record.get(label_column)
+        if isinstance(label, (list, dict)):
+            raise ValueError(f"{path}, line {number}: field {label_column!r} is a JSON "
+                             f"{'array' if isinstance(label, list) else 'object'}, not a "
+                             f"label (a string, number, true/false, or null/empty for "
+                             f"unlabeled)")
         texts.append(text)
-        labels.append(_normalise_label(record.get(label_column), unlabeled))
+        labels.append(_normalise_label(label, unlabeled))
         ids.append(str(number))
         if len(texts) >= chunk_size:
             yield Batch(texts, labels, ids)

@@ -74,7 +74,8 @@ def save(model, path, *, keep_graph=False, compress=3):
 
     The model is written to a temporary file in the destination directory, flushed
     to disk and renamed over ``path``: an interrupted save leaves any previous file
-    at ``path`` untouched and no temporary file behind.
+    at ``path`` untouched and no temporary file behind (a process killed outright
+    leaves its temporary file, which the next save to that directory removes).
 
     Parameters
     ----------

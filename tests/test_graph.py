@@ -258,20 +258,59 @@ def test_isolated_nodes_with_mutual():
             assert g.trace_ == pytest.approx(g.degree_.sum())
 
 
-def test_empty_rows_raise():
-    X = random_sparse(n=20, d=10).tolil()
+@pytest.mark.parametrize("weight", ["binary", "heat", "cosine"])
+@pytest.mark.parametrize("algorithm, space", [("exact", "tfidf"), ("nndescent", "tfidf"),
+                                              ("nndescent", "svd")])
+def test_empty_rows_become_isolated_nodes(weight, algorithm, space, monkeypatch):
+    monkeypatch.setattr(search_mod, "nndescent_search", _fake_nndescent(lambda i, d: None)[0])
+    X = random_sparse(n=40, d=10).tolil()
     X[3, :] = 0
     X[11, :] = 0
     X = X.tocsr()
-    with pytest.raises(ValueError, match=r"2 empty row.*\[3, 11\].*must be removed"):
-        KNNGraph(weight="binary", power=1, n_neighbors=2).fit(X)
-    with pytest.raises(ValueError, match=r"2 empty row.*\[3, 11\]"):
-        KNNGraph(weight="binary", power=1, n_neighbors=2).fit(X.toarray())
-    # an explicitly stored zero does not make a row non-empty
-    Xz = X.copy()
+    Xz = X.copy()  # an explicitly stored zero does not make a row non-empty
     Xz.data[Xz.indptr[5]:Xz.indptr[6]] = 0.0
-    with pytest.raises(ValueError, match="3 empty row"):
-        KNNGraph(weight="binary", power=1, n_neighbors=2).fit(Xz)
+    for data, empty in [(X, [3, 11]), (X.toarray(), [3, 11]), (Xz, [3, 5, 11])]:
+        kw = dict(weight=weight, power=2, n_neighbors=4, algorithm=algorithm, space=space,
+                  n_components=5, random_state=0)
+        with pytest.warns(UserWarning, match=f"{len(empty)} of 40 rows of X are empty"):
+            g = KNNGraph(**kw).fit(data)
+        assert g.n_empty_ == len(empty)
+        assert np.all(g.neighbors_[empty] == -1) and np.all(np.isinf(g.distances_[empty]))
+        assert not np.isin(g.neighbors_, empty).any()  # nobody's neighbour either
+        W = g.adjacency_.toarray()
+        assert not W[empty].any() and not W[:, empty].any()
+        assert np.all(g.degree_[empty] == 0) and g.n_isolated_ >= len(empty)
+        L = g.laplacian_matrix().toarray()
+        assert not L[empty].any() and not L[:, empty].any()
+        Z = np.random.default_rng(0).standard_normal((40, 2))
+        np.testing.assert_allclose(g.laplacian_matvec(Z), L @ Z, atol=1e-12)
+        # the other rows get the graph of the non-empty rows alone
+        keep = np.setdiff1d(np.arange(40), empty)
+        h = KNNGraph(**kw).fit(data[keep])
+        np.testing.assert_array_equal(W[np.ix_(keep, keep)], h.adjacency_.toarray())
+
+
+def test_empty_rows_save_load_and_errors(tmp_path):
+    X = random_sparse(n=30, d=10).tolil()
+    X[[0, 7], :] = 0
+    X = X.tocsr()
+    with pytest.warns(UserWarning):
+        g = KNNGraph(n_neighbors=3, reorder=True).fit(X)
+    g.save(tmp_path / "g.npz")
+    h = KNNGraph.load(tmp_path / "g.npz")
+    assert h.n_empty_ == 2
+    np.testing.assert_array_equal(h.neighbors_, g.neighbors_)
+    Z = np.random.default_rng(1).standard_normal(30)
+    np.testing.assert_allclose(h.laplacian_matvec(Z), g.laplacian_matvec(Z), atol=1e-13)
+    assert g.with_laplacian(power=2).n_empty_ == 2
+    # k must be below the number of non-empty rows, and the message says why
+    with pytest.raises(ValueError, match=r"smaller than the 28 non-empty rows \(2 rows"):
+        with pytest.warns(UserWarning):
+            KNNGraph(n_neighbors=28).fit(X)
+    Xall = sp.csr_matrix((5, 4))
+    with pytest.raises(ValueError, match="non-empty"):
+        with pytest.warns(UserWarning):
+            KNNGraph(n_neighbors=1).fit(Xall)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

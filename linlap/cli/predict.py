@@ -3,6 +3,7 @@
 import sys
 import time
 
+from ..solvers._problem import predict_index
 from ._common import _load_model, _model_batches, _open_out, _Reporter
 
 
@@ -33,8 +34,7 @@ def _predict(args):
                 D = np.atleast_1d(model.decision_function(batch.data))
                 if D.ndim == 1:
                     D = D[:, None]
-                idx = (D[:, 0] > 0).astype(int) if len(classes) == 2 else D.argmax(axis=1)
-                for i, row in zip(idx, D):
+                for i, row in zip(predict_index(D), D):
                     writer.writerow([classes[i]] + [f"{v:.6g}" for v in row])
             else:
                 for label in model.predict(batch.data):

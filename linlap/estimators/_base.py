@@ -2,17 +2,20 @@
 targets, the graph (built, or a prebuilt one reused), ±1 targets and predictions, and
 the linear classifiers' fit."""
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, clone
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_consistent_length, column_or_1d, validate_data
 
 from .._labels import marker_mask
 from .._memory import check_memory, solve_bytes
 from .._progress import progress
-from .._validation import check_graph_param, check_nonnegative, check_positive_int, check_tol
+from .._validation import (check_extreme_values, check_graph_param, check_nonnegative,
+                           check_positive_int, check_tol)
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets, predict_index
 
@@ -20,6 +23,13 @@ __all__ = ["SemiSupervisedMixin", "LinearLapClassifier", "store_params", "DEFAUL
 
 #: k of the graph an estimator builds when none is given (capped at n - 1).
 DEFAULT_N_NEIGHBORS = KNNGraph().n_neighbors
+
+
+def count_nonempty_rows(X):
+    """Rows of X with at least one nonzero entry."""
+    if sp.issparse(X):
+        return int(np.count_nonzero(np.asarray(abs(X).sum(axis=1)).ravel()))
+    return int(np.count_nonzero(np.any(X != 0, axis=1)))
 
 
 def store_params(est, params):
@@ -50,26 +60,64 @@ class SemiSupervisedMixin:
             bar.update(1, **{key: float(value)})
         return report
 
+    def _check_X_y(self, X, y, dtype=np.float64):
+        """Validate X (scikit-learn's checks, CSR kept) and the labels: return
+        ``X, y, labeled_rows, unlabeled_rows, classes, y_idx``."""
+        X = validate_data(self, X, accept_sparse="csr", dtype=dtype, ensure_min_samples=2)
+        check_extreme_values(X)
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target "
+                             f"y is None.")
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(X, y)
+        return (X, y) + self._check_labels(y)
+
     def _check_labels(self, y):
-        unlabeled = marker_mask(y, self.unlabeled)
+        """``labeled_rows, unlabeled_rows, classes, y_idx`` of a 1-D label array, the rows
+        equal to ``self.unlabeled`` being unlabeled (the same rules for every dtype)."""
+        marker = self.unlabeled
+        nan_marker = isinstance(marker, float) and marker != marker
+        if nan_marker and y.dtype.kind not in "fO":
+            raise ValueError(f"unlabeled=nan marks unlabeled rows of a float or object y; y "
+                             f"has dtype {y.dtype}: pass the value that marks them instead.")
+        unlabeled = marker_mask(y, marker)
         labeled_rows = np.flatnonzero(~unlabeled)
         if labeled_rows.size == 0:
             raise ValueError(
                 f"y has no labeled rows: every entry equals the unlabeled marker "
-                f"{self.unlabeled!r}. Label at least one row of each of two classes."
+                f"{marker!r}. Label at least one row of each of two classes."
             )
         y_lab = y[labeled_rows]
+        text = y_lab.dtype.kind in "US" or (
+            y_lab.dtype == object and any(isinstance(v, (str, bytes)) for v in y_lab))
+        if text and not (marker is None or isinstance(marker, (str, bytes)) or nan_marker):
+            raise ValueError(
+                f"y holds string labels, so the unlabeled marker {marker!r} matches no row "
+                f"and an empty or missing label would become a class: name the value that "
+                f"marks the unlabeled rows, e.g. unlabeled='' or unlabeled=None (any value "
+                f"that is not a class; the same marker for a fully labeled y).")
         if y_lab.dtype == object:
             kinds = {type(v) for v in y_lab}
             if len(kinds) > 1:
                 raise ValueError(f"y mixes label types {sorted(k.__name__ for k in kinds)}; "
-                                 f"use one type (the unlabeled marker is {self.unlabeled!r}).")
+                                 f"use one type (the unlabeled marker is {marker!r}).")
+        if y_lab.dtype.kind == "f" or (y_lab.dtype == object and isinstance(y_lab[0], float)):
+            bad = ~np.isfinite(y_lab.astype(float))
+            if bad.any():
+                raise ValueError(f"y contains {int(bad.sum())} NaN or infinite labels that are "
+                                 f"not the unlabeled marker {marker!r} (unlabeled=np.nan marks "
+                                 f"NaN rows as unlabeled).")
         check_classification_targets(y_lab)
         classes, y_idx = np.unique(y_lab, return_inverse=True)
         if classes.size < 2:
+            hint = ""
+            if unlabeled.any() and not nan_marker:
+                hint = (f" The {int(unlabeled.sum())} rows equal to {marker!r} are unlabeled "
+                        f"rows (the unlabeled marker); if {marker!r} is a class, mark the "
+                        f"unlabeled rows with another value, e.g. unlabeled=None.")
             raise ValueError(
                 f"The labeled rows contain a single class ({classes[0]!r}); a classifier "
-                f"needs at least two classes among the labeled rows (1 class found)."
+                f"needs at least two classes among the labeled rows (1 class found).{hint}"
             )
         return labeled_rows, np.flatnonzero(unlabeled), classes, y_idx
 
@@ -105,12 +153,29 @@ class SemiSupervisedMixin:
         return r[1:] if classes.size == 2 else r
 
     def _fit_graph(self, X):
+        graph = self._resolve_graph(X)
+        if graph.scale_ == 0:
+            warnings.warn("The graph has no edge (every neighbour weight is 0): the graph "
+                          "term vanishes and the fit uses the labeled rows alone.",
+                          UserWarning, stacklevel=3)
+        return graph
+
+    def _resolve_graph(self, X):
         n = X.shape[0]
         if self.graph is None:
-            if n < 2:
-                raise ValueError(f"Found n_samples = {n}: the graph needs at least 2 rows.")
-            return KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n - 1),
-                            verbose=bool(self.verbose)).fit(X)
+            docs = count_nonempty_rows(X)
+            if docs < 2:
+                raise ValueError(f"X has {docs} non-empty rows: the graph needs at least 2 "
+                                 f"rows with a nonzero entry.")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # the count is warned below
+                graph = KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, docs - 1),
+                                 verbose=bool(self.verbose)).fit(X)
+            if graph.n_empty_:
+                warnings.warn(f"{graph.n_empty_} of {n} rows of X are empty (no nonzero "
+                              f"entry): isolated in the graph, they get the intercept's "
+                              f"prediction.", UserWarning, stacklevel=3)
+            return graph
         graph = clone(self.graph)  # a fitted graph clones to itself: shared, not rebuilt
         if getattr(graph, "adjacency_", None) is not None and hasattr(graph, "n_samples_fit_"):
             if graph.n_samples_fit_ != n:
@@ -156,9 +221,8 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         """
         self._check_params()
         # float32 CSR is used as is (the solvers accumulate in float64): half the memory
-        X, y = validate_data(self, X, y, accept_sparse="csr",
-                             dtype=[np.float64, np.float32], ensure_min_samples=2)
-        labeled_rows, unlabeled_rows, classes, y_idx = self._check_labels(y)
+        X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(
+            X, y, dtype=[np.float64, np.float32])
         balance = self._balance_targets(classes, y_idx, unlabeled_rows.size)
 
         graph = self._fit_graph(X)

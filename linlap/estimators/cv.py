@@ -24,6 +24,7 @@ while the others train, and score the fit.
 import itertools
 import numbers
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -78,8 +79,19 @@ def _folds(cv, y_idx, random_state=0):
     if k < 2:
         raise ValueError(f"cross-validation needs at least 2 labeled rows of every class "
                          f"(smallest class has {counts.min()}); pass validation= instead.")
+    if k < cv:
+        warnings.warn(f"The least populated class has only {counts.min()} labeled rows, "
+                      f"fewer than cv={cv}: using {k} folds.", UserWarning, stacklevel=3)
     skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state)
     return list(skf.split(np.zeros(y_idx.size), y_idx))
+
+
+def _dtype_with(y, value):
+    """The dtype of y promoted to hold ``value`` as well (object when nothing else does)."""
+    try:
+        return np.result_type(y, np.array([value]))
+    except TypeError:
+        return np.dtype(object)
 
 
 def _check_cv(cv):
@@ -199,10 +211,8 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         self
         """
         gA, gI, ks, powers, priors = self._check_grid()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             ensure_min_samples=2)
+        X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(X, y)
         probe = self._make_base(None)
-        labeled_rows, unlabeled_rows, classes, y_idx = probe._check_labels(y)
         t0 = time.perf_counter()
         graphs = self._graphs(X, probe, ks, powers)
         graph_time = time.perf_counter() - t0
@@ -213,13 +223,10 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         else:
             splits = []
             for train, test in _folds(self.cv, y_idx):
-                ytr = y.copy()
-                fits = ((ytr.dtype.kind in "iu" and isinstance(self.unlabeled, numbers.Integral))
-                        or (ytr.dtype.kind == "f" and isinstance(self.unlabeled, numbers.Real))
-                        or (ytr.dtype.kind == "U" and isinstance(self.unlabeled, str))
-                        or ytr.dtype.kind == "O")
-                if not fits:
-                    ytr = ytr.astype(object)
+                # the fold's labels with its held-out rows unlabeled, on a copy whose dtype
+                # holds the marker too (a '<U3' y would truncate 'unknown', a uint8 one
+                # could not hold -1)
+                ytr = y.astype(_dtype_with(y, self.unlabeled))
                 ytr[labeled_rows[test]] = self.unlabeled
                 splits.append((ytr, X[labeled_rows[test]], y_idx[test], labeled_rows[train],
                                y_idx[train]))

@@ -124,12 +124,10 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
         """
         t0 = time.perf_counter()
         self._check_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             ensure_min_samples=2)
+        X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(X, y)
         n = X.shape[0]
         solver = self._resolve_solver(n)
         self._check_size(n, solver)
-        labeled_rows, unlabeled_rows, classes, y_idx = self._check_labels(y)
         val = None
         if self.early_stopping in ("validation", "mixed") and solver == "pcg":
             if X_val is None or y_val is None:

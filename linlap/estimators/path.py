@@ -11,7 +11,7 @@ import numbers
 import time
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._labels import marker_mask
 from .._validation import check_graph_param, check_positive_int, check_tol
@@ -185,9 +185,7 @@ class LapSVMPathClassifier(LinearLapClassifier):
         self
         """
         self._check_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             ensure_min_samples=2)
-        labeled_rows, unlabeled_rows, classes, y_idx = self._check_labels(y)
+        X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(X, y)
         graph = self._fit_graph(X)
         T = pm1_targets(y_idx, classes.size)
         t0 = time.perf_counter()

@@ -1,8 +1,14 @@
 """The :class:`KNNGraph` estimator: parameters, fit orchestration and the Laplacian
-operator it hands to the solvers."""
+operator it hands to the solvers.
+
+Its length is mostly the class docstring, the user's reference for the graph; the work
+is done in :mod:`.search`, :mod:`.weights`, :mod:`.laplacian`, :mod:`.reorder` and
+:mod:`.storage`.
+"""
 
 import numbers
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,7 +31,7 @@ _SPACES = ("auto", "tfidf", "svd")
 _ALGORITHMS = ("auto", "exact", "nndescent")
 # attributes of a fitted graph that with_laplacian and subgraph views share
 _SHARED = ("neighbors_", "distances_", "adjacency_", "degree_", "heat_sigma_", "algorithm_",
-           "space_", "recall_", "n_repaired_", "n_samples_fit_", "n_features_in_",
+           "space_", "recall_", "n_repaired_", "n_empty_", "n_samples_fit_", "n_features_in_",
            "build_time_", "node_order_")
 
 
@@ -69,6 +75,17 @@ class KNNGraph(BaseEstimator):
     Duplicate rows (d = 0) get weight 1 under every scheme.  The directed
     kNN matrix A is symmetrised as W = max(A, Aᵀ) (``'union'``) or
     W = min(A, Aᵀ) (``'mutual'``, which may leave nodes isolated).
+
+    **Empty rows and duplicates.**  An empty row (no nonzero entry: an empty
+    document, or one of stop words only) has no direction to compare: it is left
+    out of the search and becomes an isolated node, with no edge and an all-zero
+    row and column of L, so a classifier gives it the intercept's prediction
+    (``n_empty_``; fit warns with their number).  Copies of one document have one
+    decision value f but, in general, unequal degrees, and the null space of the
+    normalised Laplacian is spanned by D^{1/2}1, not by the constants: the graph
+    term then penalises any f ≠ 0 on the copies, and many copies (more than k) pull
+    their decision value towards 0 (bench/RESULTS.md, "Duplicate documents").  D − W
+    (``normalized=False``) has no such bias; otherwise remove duplicates first.
 
     **Laplacian.**  Degree :math:`D = \mathrm{diag}(W\mathbf 1)`.
 
@@ -196,9 +213,10 @@ class KNNGraph(BaseEstimator):
     Attributes
     ----------
     neighbors_ : ndarray of shape (n_samples, n_neighbors), int64
-        Indices of the k nearest neighbours of every row, nearest first.
+        Indices of the k nearest neighbours of every row, nearest first; -1 for
+        the rows of empty documents (which have no neighbour).
     distances_ : ndarray of shape (n_samples, n_neighbors), float64
-        Their distances d = sqrt(max(0, 2 − 2 cos)).
+        Their distances d = sqrt(max(0, 2 − 2 cos)); inf where the neighbour is -1.
     adjacency_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
         The symmetric weight matrix W (float64, zero diagonal, no explicit
         zeros, sorted indices).
@@ -223,6 +241,11 @@ class KNNGraph(BaseEstimator):
         or when ``recall_sample=0``.
     n_repaired_ : int
         Rows of the approximate search re-done by exact search.
+    n_empty_ : int
+        Empty rows of X (no nonzero entry). They are left out of the search and
+        become isolated nodes: no edge, an all-zero row and column of L (a
+        classifier gives them the intercept's prediction). ``fit`` warns with
+        their number.
     node_order_ : ndarray of shape (n_samples,), int64, or None
         The node numbering of the Laplacian passes (position q holds row
         ``node_order_[q]``), or None when the nodes were not renumbered.
@@ -328,8 +351,9 @@ class KNNGraph(BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Documents as rows (typically TF-IDF).  Must be finite and have
-            no empty row.  Not modified.
+            Documents as rows (typically TF-IDF).  Must be finite.  Empty rows
+            (no nonzero entry) become isolated nodes (see ``n_empty_``).  Not
+            modified.
         y : ignored
             Present for Pipeline compatibility.
 
@@ -340,23 +364,33 @@ class KNNGraph(BaseEstimator):
         t_total = time.perf_counter()
         self._check_params()
         verbose = bool(self.verbose)
-        Xn = search.prepare_input(X)
+        Xn, empty = search.prepare_input(X)
         n, d = Xn.shape
         k = self.n_neighbors
-        if k >= n:
-            raise ValueError(
-                f"n_neighbors={k} must be smaller than n_samples={n} "
-                "(every row needs k other rows as neighbours).")
+        rows = None  # the rows searched: all, or the non-empty ones
+        if empty.size:
+            warnings.warn(
+                f"{empty.size} of {n} rows of X are empty (no nonzero entry): they become "
+                f"isolated nodes of the graph (no edge; n_empty_ counts them).",
+                UserWarning, stacklevel=2)
+            rows = np.setdiff1d(np.arange(n), empty, assume_unique=True)
+            Xn = Xn[rows]
+        n_search = n - empty.size
+        if k >= n_search:
+            what = (f"the {n_search} non-empty rows ({empty.size} rows of X are empty)"
+                    if empty.size else f"n_samples={n}")
+            raise ValueError(f"n_neighbors={k} must be smaller than {what} (every row needs k "
+                             f"other rows as neighbours).")
         rng = check_random_state(self.random_state)
         n_jobs = search.effective_n_jobs(self.n_jobs)
         times = {}
 
         algorithm = self.algorithm
         if algorithm == "auto":
-            algorithm = "exact" if n <= self.exact_max_samples else "nndescent"
+            algorithm = "exact" if n_search <= self.exact_max_samples else "nndescent"
         space = self.space
         if space == "auto":
-            space = "tfidf" if n <= self.exact_max_samples else "svd"
+            space = "tfidf" if n_search <= self.exact_max_samples else "svd"
 
         nnz = Xn.nnz if sp.issparse(Xn) else n * d
         reorder = self.reorder is True or (
@@ -368,10 +402,10 @@ class KNNGraph(BaseEstimator):
             "Use a smaller n_neighbors, or fewer rows.")
 
         if space == "svd":
-            if self.n_components > min(n, d):
+            if self.n_components > min(n_search, d):
                 raise ValueError(
                     f"n_components={self.n_components} must be <= min(n_samples, n_features)"
-                    f" = {min(n, d)} for space='svd'.")
+                    f" = {min(n_search, d)} for space='svd'.")
             t0 = time.perf_counter()
             Xs = search.svd_embedding(Xn, self.n_components, self.svd_sample, rng, verbose)
             times["svd"] = time.perf_counter() - t0
@@ -383,7 +417,7 @@ class KNNGraph(BaseEstimator):
         n_repaired = 0
         if algorithm == "exact":
             if verbose:
-                search.log(f"exact {k}-NN search over {n} rows")
+                search.log(f"exact {k}-NN search over {n_search} rows")
             neighbors, distances = search.exact_knn(Xs, k, n_jobs=n_jobs, verbose=verbose)
             XT = None
         else:
@@ -403,9 +437,13 @@ class KNNGraph(BaseEstimator):
                                            n_jobs=n_jobs)
             times["recall"] = time.perf_counter() - t0
             if verbose:
-                search.log(f"recall@{k} on {min(self.recall_sample, n)} sampled rows: "
+                search.log(f"recall@{k} on {min(self.recall_sample, n_search)} sampled rows: "
                            f"{recall:.3f} ({times['recall']:.1f} s)")
         del XT, Xs
+        if rows is not None:  # back to the rows of X; empty rows have no neighbour (-1)
+            full_nb, full_dist = np.full((n, k), -1, dtype=np.int64), np.full((n, k), np.inf)
+            full_nb[rows], full_dist[rows] = rows[neighbors], distances
+            neighbors, distances = full_nb, full_dist
 
         t0 = time.perf_counter()
         W, sigma = weights_matrix(neighbors, distances, self.weight, self.heat_sigma,
@@ -429,6 +467,7 @@ class KNNGraph(BaseEstimator):
         self.space_ = space
         self.recall_ = recall
         self.n_repaired_ = int(n_repaired)
+        self.n_empty_ = int(empty.size)
         self.n_samples_fit_ = n
         self.n_features_in_ = d
         self.node_order_ = order

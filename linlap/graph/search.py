@@ -48,10 +48,11 @@ def effective_n_jobs(n_jobs):
 # --------------------------------------------------------------------------
 
 def prepare_input(X):
-    """Validate X and return an L2-row-normalised float64 copy.
+    """Validate X; return an L2-row-normalised float64 copy and its empty rows.
 
     The copy is CSR (sparse input) or a C-contiguous ndarray (dense input);
-    the caller's X is never modified.
+    the caller's X is never modified. Empty rows (no nonzero entry) stay all-zero
+    in the copy; their indices are returned as the second value.
     """
     if sp.issparse(X):
         if X.ndim != 2:
@@ -84,18 +85,12 @@ def prepare_input(X):
         raise ValueError(
             f"X contains non-finite values: {n_nan} NaN and {n_inf} inf entries. "
             "Remove or impute them before building the graph.")
-    if empty.size:
-        first = ", ".join(str(i) for i in empty[:10])
-        more = ", ..." if empty.size > 10 else ""
-        raise ValueError(
-            f"X has {empty.size} empty row(s) (no nonzero entries), e.g. rows [{first}{more}]. "
-            "Empty documents carry no information for the graph (their cosine similarity "
-            "to every other document is undefined) and must be removed before building it.")
-    # Cosine geometry needs unit rows; normalize works on our private copy.
+    # Cosine geometry needs unit rows; normalize works on our private copy (and leaves
+    # the empty rows at zero).
     Xc = normalize(Xc, norm="l2", copy=False)
     if sp.issparse(Xc):
         Xc.sort_indices()
-    return Xc
+    return Xc, empty
 
 
 def svd_embedding(Xn, n_components, svd_sample, rng, verbose):

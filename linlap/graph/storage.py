@@ -102,6 +102,7 @@ def load_graph(cls, path):
         setattr(graph, key, meta[key])
     graph.node_order_ = (data["node_order"].astype(np.int64, copy=False)
                          if meta["reordered"] else None)
+    graph.n_empty_ = int(np.count_nonzero(graph.neighbors_[:, 0] == -1)) if n else 0
     graph._set_laplacian()
     return graph
 
@@ -118,10 +119,14 @@ def _check_loaded_arrays(data, params, meta):
                          f"expected ({n}, {k}) integers")
     if dist.dtype.kind != "f" or dist.shape != (n, k):
         raise ValueError(f"distances array has shape {dist.shape}, expected ({n}, {k})")
-    if nb.size and (nb.min() < 0 or nb.max() >= n):
+    none = nb == -1  # the rows of empty documents have no neighbour
+    if np.any(none.any(axis=1) != none.all(axis=1)):
+        raise ValueError("a row mixes neighbours and -1 (no neighbour)")
+    if nb.size and (nb.min() < -1 or nb.max() >= n):
         raise ValueError("neighbor indices out of range")
-    if not np.all(np.isfinite(dist)) or (dist.size and dist.min() < 0):
-        raise ValueError("distances must be finite and >= 0")
+    if not np.all(np.isfinite(dist[~none])) or (dist.size and dist.min() < 0) \
+            or not np.all(np.isinf(dist[none])):
+        raise ValueError("distances must be finite and >= 0 (inf where there is no neighbour)")
     indptr, indices, values = data["adj_indptr"], data["adj_indices"], data["adj_data"]
     if indptr.ndim != 1 or indptr.shape[0] != n + 1 or indptr.dtype.kind not in "iu":
         raise ValueError(f"adjacency indptr has shape {indptr.shape}, expected ({n + 1},)")

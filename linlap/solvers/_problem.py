@@ -34,12 +34,14 @@ def check_rows_and_targets(n, targets, labeled_rows):
 
 
 def check_weights(gamma_A, gamma_I, scale):
-    """γ_A, γ_I finite and >= 0; the graph scale s finite and > 0 when γ_I > 0."""
+    """γ_A, γ_I finite and >= 0; the graph scale s finite and >= 0 when γ_I > 0 (s = 0:
+    a graph without edges, whose term vanishes)."""
     for name, v in (("gamma_A", gamma_A), ("gamma_I", gamma_I)):
         if not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
-    if gamma_I > 0 and not (np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
+    if gamma_I > 0 and not (np.isfinite(scale) and scale >= 0):
+        raise ValueError(f"scale must be a finite number >= 0 (0: a graph without edges), "
+                         f"got {scale!r}.")
 
 
 def check_problem(X, targets, labeled_rows, *, gamma_A, gamma_I, scale, pm1=True):

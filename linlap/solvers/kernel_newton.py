@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .kernel_pcg import KernelSolution, _check_problem, _loss_terms, kernel_line_search
+from .kernel_pcg import KernelSolution, _check_problem, _objective, kernel_line_search
 
 __all__ = ["kernel_newton"]
 
@@ -90,11 +90,9 @@ def kernel_newton(K, targets, labeled_rows, laplacian_matvec, *, gamma_A, gamma_
         return z[:n], (z[n] if fit_intercept else 0.0)
 
     def J(a, bb, f):
-        R, lv = _loss_terms(y[:, None], f[rows][:, None], loss)
-        val = lv[0] + gamma_A * a @ (f - bb)
-        if graph:
-            val += gamma_I * scale * f @ Mmul(f)
-        return val
+        return _objective(y[:, None], f[:, None], rows, a[:, None], bb,
+                          Mmul(f)[:, None] if graph else None, gamma_A, gamma_I, scale,
+                          loss)[0]
 
     coefs, intercepts, F = np.zeros((k, n)), np.zeros(k), np.zeros((n, k))
     if loss == "squared":
@@ -117,9 +115,8 @@ def kernel_newton(K, targets, labeled_rows, laplacian_matvec, *, gamma_A, gamma_
         intercepts = Z[n].copy() if fit_intercept else np.zeros(k)
         F = K @ Z[:n] + intercepts
         MF = laplacian_matvec(F) if graph else 0.0 * F
-        Jd = (np.mean((F[rows] - Y) ** 2, axis=0)
-              + gamma_A * np.einsum("ij,ij->j", Z[:n], F - intercepts)
-              + (gamma_I * scale * np.einsum("ij,ij->j", F, MF) if graph else 0.0))
+        Jd = _objective(Y, F, rows, Z[:n], intercepts, MF if graph else None, gamma_A,
+                        gamma_I, scale, loss)
         if callback is not None:
             callback(1, l)
         return KernelSolution(coefs, intercepts, F, 1, True, "direct", 0.0, Jd[None, :])

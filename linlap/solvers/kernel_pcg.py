@@ -116,6 +116,15 @@ def _loss_terms(Y, O, loss):
     return R, np.mean(R * R, axis=0)
 
 
+def _objective(Y, F, rows, A, b, MF, gamma_A, gamma_I, scale, loss):
+    """J per column from ``F = Kα + b`` on all rows, α (``A``, n × k), b and ``MF = L^p F``
+    (None without a graph term), using ``αᵀKα = αᵀ(F − b)``."""
+    J = _loss_terms(Y, F[rows], loss)[1] + gamma_A * np.einsum("ij,ij->j", A, F - b)
+    if MF is not None and gamma_I > 0:
+        J = J + gamma_I * scale * np.einsum("ij,ij->j", F, MF)
+    return J
+
+
 # -- objective and line search ----------------------------------------------------------
 def kernel_objective(kernel_matvec, targets, labeled_rows, laplacian_matvec, dual_coef,
                      intercept, *, gamma_A, gamma_I, scale, loss="squared_hinge"):
@@ -142,12 +151,9 @@ def kernel_objective(kernel_matvec, targets, labeled_rows, laplacian_matvec, dua
     Y, rows = _check_problem(A.shape[0], targets, labeled_rows, gamma_A, gamma_I, scale,
                              loss)
     b = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
-    KA = np.asarray(kernel_matvec(A))
-    F = KA + b
-    J = _loss_terms(Y, F[rows], loss)[1] + gamma_A * np.einsum("ij,ij->j", A, KA)
-    if gamma_I > 0:
-        J = J + gamma_I * scale * np.einsum("ij,ij->j", F, laplacian_matvec(F))
-    return J
+    F = np.asarray(kernel_matvec(A)) + b
+    MF = laplacian_matvec(F) if gamma_I > 0 else None
+    return _objective(Y, F, rows, A, b, MF, gamma_A, gamma_I, scale, loss)
 
 
 def kernel_line_search(y, o, od, slope, curv, n_labeled, loss="squared_hinge"):
@@ -315,10 +321,8 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         return G, gb
 
     def objective():
-        J = _loss_terms(Y, F[rows], loss)[1] + gamma_A * np.einsum("ij,ij->j", A, F - b)
-        if graph:
-            J = J + gamma_I * scale * np.einsum("ij,ij->j", F, MF)
-        return J
+        return _objective(Y, F, rows, A, b, MF if graph else None, gamma_A, gamma_I, scale,
+                          loss)
 
     allc = np.arange(k)
     G, gb = gradient(allc)

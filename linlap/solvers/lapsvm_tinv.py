@@ -81,8 +81,8 @@ def _check_tinv_weights(gamma_A, gamma_I, scale):
                          f"positive definite), got {gamma_A!r}; use lapsvm_newton otherwise.")
     if not (np.isfinite(gamma_I) and gamma_I >= 0):
         raise ValueError(f"gamma_I must be a finite number >= 0, got {gamma_I!r}.")
-    if gamma_I > 0 and not (np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
+    if gamma_I > 0 and not (np.isfinite(scale) and scale >= 0):
+        raise ValueError(f"scale must be a finite number >= 0, got {scale!r}.")
     return gamma_I * scale / gamma_A if gamma_I > 0 else 0.0
 
 
