@@ -60,10 +60,9 @@ def available_bytes():
         return None
 
 
-def format_bytes(n):
-    """Bytes in GiB with three significant digits and exactly (two sizes that differ
-    never print the same)."""
-    return f"{n / 2**30:.3g} GiB ({int(n):,} bytes)"
+def format_gib(n):
+    """Bytes in GiB with three significant digits."""
+    return f"{n / 2**30:.3g} GiB"
 
 
 def check_memory(needed, what, hint=""):
@@ -71,5 +70,6 @@ def check_memory(needed, what, hint=""):
     avail = available_bytes()
     if avail is not None and needed > avail:
         raise MemoryError(
-            f"{what} needs about {format_bytes(needed)} but only {format_bytes(avail)} "
-            f"of memory is available.{(' ' + hint) if hint else ''}")
+            f"{what} needs about {format_gib(needed)} but only {format_gib(avail)} of memory "
+            f"is available ({int(needed):,} and {int(avail):,} bytes)."
+            f"{(' ' + hint) if hint else ''}")

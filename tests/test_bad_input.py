@@ -14,7 +14,7 @@ import scipy.sparse as sp
 import linlap
 from linlap import (KernelLapRLSClassifier, KNNGraph, LapRLSClassifier, LapRLSClassifierCV,
                     LapSVMClassifier)
-from linlap._memory import check_memory, format_bytes
+from linlap._memory import check_memory
 from reference import blobs, dense_solution
 
 
@@ -221,9 +221,8 @@ def test_memory_error_shows_digits_that_differ(monkeypatch):
     with pytest.raises(MemoryError) as err:
         check_memory(1_020_000_000, "A step")
     msg = str(err.value)
-    assert format_bytes(1_020_000_000) in msg and format_bytes(1_010_000_000) in msg
-    assert format_bytes(1_020_000_000) != format_bytes(1_010_000_000)
-    assert format_bytes(1_020_000_000) == "0.95 GiB (1,020,000,000 bytes)"
+    assert "needs about 0.95 GiB but only 0.941 GiB" in msg
+    assert "(1,020,000,000 and 1,010,000,000 bytes)" in msg
 
 
 # -- duplicate documents ------------------------------------------------------------------------
