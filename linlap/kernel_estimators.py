@@ -343,7 +343,8 @@ _COMMON_DOC = """
         α of the expansion over the training rows (one row per one-vs-rest column).
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : int
-        PCG iterations (or Newton steps) of the last fit.
+        PCG iterations (or Newton steps; for 'dual' the CG iterations of eq. 11's
+        system) of the last fit.
     stop_reason_ : str
         'tol', 'stability', 'validation', 'mixed', 'max_iter', 'newton', 'direct' or
         'dual'.

@@ -82,8 +82,9 @@ class DualSolution(KernelSolution):
     bias_free : bool
         Whether the bias is unpenalised (``M 1 = 0`` or γ_I = 0): then
         ``Σ_i y_i β_i = 0``.
-    cg_iter : int
-        CG iterations of step 1 (``n_iter`` is the largest QP iteration count).
+    qp_iter : int
+        Iterations of the QP of step 2 (libsvm's, or coordinate-descent sweeps), the
+        largest over columns (``n_iter`` holds the CG iterations of step 1).
     """
 
 
@@ -239,7 +240,8 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
     -------
     DualSolution
         ``dual_coef`` (k, n), ``intercept`` (k,), ``decision`` (n, k), ``beta`` (k, l),
-        ``stop_reason='dual'``; ``history`` holds J of each column (one row).
+        ``stop_reason='dual'``; ``n_iter`` the CG iterations of step 1; ``history``
+        holds J of each column (one row).
     """
     n = int(n_samples)
     Y, rows = check_rows_and_targets(n, targets, labeled_rows)
@@ -321,9 +323,9 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
     J += gamma_A * np.einsum("ij,ji->i", coefs, F - intercepts)
     if c > 0:
         J += c * np.einsum("ij,ij->j", F, np.asarray(laplacian_matvec(F), dtype=np.float64))
-    sol = DualSolution(coefs, intercepts, F, qp_iter, bool(cg_ok and qp_ok), "dual",
+    sol = DualSolution(coefs, intercepts, F, cg_iter, bool(cg_ok and qp_ok), "dual",
                        0.0, J[None, :])
     sol.beta = B
     sol.bias_free = bool(bias_free or not fit_intercept)
-    sol.cg_iter = cg_iter
+    sol.qp_iter = qp_iter
     return sol
