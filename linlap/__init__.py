@@ -15,6 +15,7 @@ _LAZY = {
     "LapSVMClassifier": "linlap.estimators",
     "KernelLapRLSClassifier": "linlap.kernel_estimators",
     "KernelLapSVMClassifier": "linlap.kernel_estimators",
+    "LaplacianSpectralClustering": "linlap.clustering",
     "LapSVMPathClassifier": "linlap.model_selection",
     "LapRLSClassifierCV": "linlap.model_selection",
     "LapSVMClassifierCV": "linlap.model_selection",
