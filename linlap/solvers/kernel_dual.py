@@ -44,9 +44,10 @@ The two steps.
 2. The l-variable QP. With a free bias: libsvm (``sklearn.svm.SVC`` with
    ``kernel='precomputed'``) on ``2γ_A J K A⁻¹ Jᵀ`` with ``C = 1/(2 l γ_A)`` (the same
    problem divided by ``2γ_A``; libsvm caches kernel entries in float32, which limits
-   the margins of the free support vectors to about 1e-6). Otherwise (penalised bias or none): dual coordinate
-   descent over the box, stopped when the largest projected-gradient entry is at most
-   ``qp_tol`` (in the same scaled units as libsvm's ``tol``).
+   the margins of the free support vectors to about 1e-6). Otherwise (penalised bias
+   or none): dual coordinate descent over the box, stopped when the largest
+   projected-gradient entry is at most ``qp_tol`` (in the same scaled units as
+   libsvm's ``tol``).
 
 α is then eq. 11 by linearity, ``α = (A⁻¹Jᵀ)(y ∘ β) − b u``: the system of eq. 11 is
 the one already solved in step 1.
@@ -129,7 +130,6 @@ def dual_system_cg(kernel_matvec, laplacian_matvec, R, *, gamma_A, c, tol=1e-8,
     KX = KR / (2.0 * gamma_A)
     if c == 0:
         return X, KX, 0, True
-    m = R.shape[1]
     norm0 = np.sqrt(np.maximum(np.einsum("ij,ij->j", R, KR), 0.0))
     # ρ = R − A X₀ = −(c/γ_A) M K R
     rho = -(c / gamma_A) * np.asarray(laplacian_matvec(KR), dtype=np.float64)
