@@ -131,6 +131,10 @@ def test_linear_clustering_of_documents_multiclass(sparse):
     assert clu.coef_.shape == (60, 3) and clu.dual_coef_ is None
     assert adjusted_rand_score(y, labels) >= 0.95
     np.testing.assert_array_equal(clu.predict(X), labels)
+    raw = LaplacianSpectralClustering(3, reg=1e-3, graph=g, random_state=0,
+                                      normalize_embedding=False).fit(X)
+    assert adjusted_rand_score(y, raw.labels_) >= 0.95
+    np.testing.assert_array_equal(raw.predict(X), raw.labels_)
     other = X.toarray() if sparse else sp.csr_matrix(X)
     np.testing.assert_allclose(np.abs(clu.transform(other)), np.abs(clu.embedding_),
                                atol=1e-10)
@@ -141,6 +145,7 @@ def test_linear_clustering_of_documents_multiclass(sparse):
 @pytest.mark.parametrize("params, match", [
     (dict(n_clusters=1), "n_clusters"), (dict(reg=0.0), "reg"), (dict(kernel="x"), "kernel"),
     (dict(n_components=0), "n_components"), (dict(graph="g"), "graph"),
+    (dict(normalize_embedding="yes"), "normalize_embedding"),
     (dict(kernel="rbf", memory_budget=1000), "too large for kernel='rbf'"),
 ])
 def test_bad_parameters(params, match):
