@@ -19,6 +19,7 @@ _LAZY = {
     "LapRLSClassifierCV": "linlap.estimators",
     "LapSVMClassifierCV": "linlap.estimators",
     "lapsvm_path": "linlap.estimators",
+    "LaplacianSpectralClustering": "linlap.estimators",
     "datasets": "linlap.datasets",
     "save": "linlap.persistence",
     "load": "linlap.persistence",

@@ -4,6 +4,7 @@
 searches), :mod:`.path` (solution path); what they share is in :mod:`._base`.
 """
 
+from .clustering import LaplacianSpectralClustering
 from .cv import LapRLSClassifierCV, LapSVMClassifierCV
 from .kernel import KernelLapRLSClassifier, KernelLapSVMClassifier
 from .linear import LapRLSClassifier, LapSVMClassifier
@@ -11,4 +12,4 @@ from .path import LapSVMPathClassifier, lapsvm_path
 
 __all__ = ["LapRLSClassifier", "LapSVMClassifier", "KernelLapRLSClassifier",
            "KernelLapSVMClassifier", "LapRLSClassifierCV", "LapSVMClassifierCV",
-           "LapSVMPathClassifier", "lapsvm_path"]
+           "LapSVMPathClassifier", "lapsvm_path", "LaplacianSpectralClustering"]

@@ -19,7 +19,8 @@ from .._validation import (check_extreme_values, check_graph_param, check_nonneg
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets, predict_index
 
-__all__ = ["SemiSupervisedMixin", "LinearLapClassifier", "store_params", "DEFAULT_N_NEIGHBORS"]
+__all__ = ["SemiSupervisedMixin", "LinearLapClassifier", "store_params", "resolve_graph",
+           "DEFAULT_N_NEIGHBORS"]
 
 #: k of the graph an estimator builds when none is given (capped at n - 1).
 DEFAULT_N_NEIGHBORS = KNNGraph().n_neighbors
@@ -38,6 +39,34 @@ def store_params(est, params):
     for name, value in params.items():
         if name not in ("self", "__class__"):
             setattr(est, name, value)
+
+
+def resolve_graph(graph, X, verbose=0):
+    """The fitted graph of the rows of X: ``graph`` itself when fitted on them (shared, not
+    rebuilt), else a fit of a copy of it, or of the default ``KNNGraph`` (k capped by the
+    non-empty rows) when ``graph`` is None."""
+    n = X.shape[0]
+    if graph is None:
+        docs = count_nonempty_rows(X)
+        if docs < 2:
+            raise ValueError(f"X has {docs} non-empty rows: the graph needs at least 2 "
+                             f"rows with a nonzero entry.")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the count is warned below
+            fitted = KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, docs - 1),
+                              verbose=bool(verbose)).fit(X)
+        if fitted.n_empty_:
+            warnings.warn(f"{fitted.n_empty_} of {n} rows of X are empty (no nonzero entry): "
+                          f"they are isolated nodes of the graph.", UserWarning, stacklevel=4)
+        return fitted
+    graph = clone(graph)  # a fitted graph clones to itself: shared, not rebuilt
+    if getattr(graph, "adjacency_", None) is not None and hasattr(graph, "n_samples_fit_"):
+        if graph.n_samples_fit_ != n:
+            raise ValueError(
+                f"The prebuilt graph was built on {graph.n_samples_fit_} rows but X has "
+                f"{n}; pass the X the graph was built on (labeled and unlabeled rows).")
+        return graph
+    return graph.fit(X)
 
 
 class SemiSupervisedMixin:
@@ -153,38 +182,12 @@ class SemiSupervisedMixin:
         return r[1:] if classes.size == 2 else r
 
     def _fit_graph(self, X):
-        graph = self._resolve_graph(X)
+        graph = resolve_graph(self.graph, X, self.verbose)
         if graph.scale_ == 0:
             warnings.warn("The graph has no edge (every neighbour weight is 0): the graph "
                           "term vanishes and the fit uses the labeled rows alone.",
                           UserWarning, stacklevel=3)
         return graph
-
-    def _resolve_graph(self, X):
-        n = X.shape[0]
-        if self.graph is None:
-            docs = count_nonempty_rows(X)
-            if docs < 2:
-                raise ValueError(f"X has {docs} non-empty rows: the graph needs at least 2 "
-                                 f"rows with a nonzero entry.")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # the count is warned below
-                graph = KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, docs - 1),
-                                 verbose=bool(self.verbose)).fit(X)
-            if graph.n_empty_:
-                warnings.warn(f"{graph.n_empty_} of {n} rows of X are empty (no nonzero "
-                              f"entry): isolated in the graph, they get the intercept's "
-                              f"prediction.", UserWarning, stacklevel=3)
-            return graph
-        graph = clone(self.graph)  # a fitted graph clones to itself: shared, not rebuilt
-        if getattr(graph, "adjacency_", None) is not None and hasattr(graph, "n_samples_fit_"):
-            if graph.n_samples_fit_ != n:
-                raise ValueError(
-                    f"The prebuilt graph was built on {graph.n_samples_fit_} rows but X has "
-                    f"{n}; pass the X the graph was built on (labeled and unlabeled rows)."
-                )
-            return graph
-        return graph.fit(X)
 
 
 class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):

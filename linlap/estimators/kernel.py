@@ -23,6 +23,7 @@ from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.kernel_newton import kernel_newton
 from ..solvers.kernel_pcg import EARLY_STOPPING, kernel_pcg
 from ._base import SemiSupervisedMixin, store_params
+from ..solvers.kernel_dual import dual_workspace_bytes, kernel_lapsvm_dual
 
 __all__ = ["KernelLapSVMClassifier", "KernelLapRLSClassifier"]
 
@@ -155,10 +156,23 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
         targets = pm1_targets(y_idx, classes.size)
 
         gamma = _resolve_gamma(self.gamma, X)
+        if solver == "dual":
+            budget = self.memory_budget
+            kbytes = 8 * n * n if 8 * n * n <= budget else (4 * n * n if 4 * n * n <= budget
+                                                            else 0)
+            need = dual_workspace_bytes(n, labeled_rows.size) + kbytes
+            if need > budget:
+                raise ValueError(
+                    f"solver='dual' with n = {n} rows and l = {labeled_rows.size} labeled "
+                    f"rows needs about {need / 2**30:.2f} GiB (the Gram matrix and the CG "
+                    f"block of {labeled_rows.size + 1} n-vectors of eq. 11), more than "
+                    f"memory_budget={budget / 2**30:.2f} GiB. Use solver='pcg', raise "
+                    f"memory_budget, or the linear classifiers.")
         t1 = time.perf_counter()
         gram = GramOperator(X, kernel=self.kernel, gamma=gamma, degree=self.degree,
                             coef0=self.coef0,
-                            memory_budget=self.memory_budget if solver == "pcg" else 2**62)
+                            memory_budget=(self.memory_budget if solver in ("pcg", "dual")
+                                           else 2**62))
         t_kernel = time.perf_counter() - t1
         common = dict(gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_,
                       loss=self._loss, fit_intercept=self.fit_intercept)
@@ -180,6 +194,11 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
                              init=init, callback=self._progress_callback(type(self).__name__,
                                                              "relative gradient"),
                              **common)
+        elif solver == "dual":
+            common.pop("loss")
+            sol = kernel_lapsvm_dual(gram.matvec, targets, labeled_rows,
+                                     graph.laplacian_matvec, n_samples=n, tol=self.tol,
+                                     max_iter=self.max_iter, **common)
         else:
             sol = kernel_newton(gram.dense(), targets, labeled_rows, graph.laplacian_matvec,
                                 tol=1e-9, max_iter=self.max_iter, **common)
@@ -300,9 +319,11 @@ _COMMON_DOC = """
         α of the expansion over the training rows (one row per one-vs-rest column).
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : int
-        PCG iterations (or Newton steps) of the last fit.
+        PCG iterations (or Newton steps; for 'dual' the CG iterations of eq. 11's
+        system) of the last fit.
     stop_reason_ : str
-        'tol', 'stability', 'validation', 'mixed', 'max_iter', 'newton' or 'direct'.
+        'tol', 'stability', 'validation', 'mixed', 'max_iter', 'newton', 'direct' or
+        'dual'.
     solver_ : str
         The solver used.
     transduction_ : ndarray of shape (n_samples,)
@@ -335,15 +356,22 @@ class KernelLapSVMClassifier(_KernelLapClassifier):
     :class:`~linlap.KNNGraph`, ``s = 1/trace(L)`` (``graph.scale_``) — the scaling of
     the linear classifiers; the bias is not penalised. Seed 003's eq. 7 is
     ``½(Σ V + γ_A'αᵀKα + γ_I'fᵀLf)``: ``γ_A = γ_A'/l``, ``γ_I = γ_I' trace(L)/l``.
+    With ``solver='dual'`` the loss is the hinge ``max(0, 1 − y_i f_i)`` instead
+    (seed 001's LapSVM, eqs. 9–11, whose ``γ_I/(u+l)²`` is ``γ_I s`` here).
 """ + _COMMON_DOC.format(
-        gamma_A=1e-4, gamma_I=100.0, solvers="{'pcg', 'newton'}", solver="pcg",
+        gamma_A=1e-4, gamma_I=100.0, solvers="{'pcg', 'newton', 'dual'}", solver="pcg",
         solver_doc="'pcg': Algorithm 1 — preconditioned CG with P = blockdiag(1, K), "
                    "Polak–Ribière with restart, exact breakpoint line search, one K product "
                    "per iteration, all classes together. 'newton': §3.1, dense (n+1)² "
-                   "solves (O(n³)), the exact reference for moderate n.",
+                   "solves (O(n³)), the exact reference for moderate n. 'dual': the original "
+                   "hinge-loss LapSVM of seed 001 (eqs. 9–11) — note the loss is then "
+                   "max(0, 1 − y f), not squared — by CG on eq. 11's system (one K "
+                   "product per iteration) and the l-variable QP (libsvm); see "
+                   ":func:`linlap.solvers.kernel_dual.kernel_lapsvm_dual`. ``tol`` and "
+                   "``max_iter`` are then those of the CG.",
         es="stability", max_iter=1000)
 
-    _solvers = ("pcg", "newton")
+    _solvers = ("pcg", "newton", "dual")
     _loss = "squared_hinge"
 
     def __init__(self, gamma_A=1e-4, gamma_I=100.0, *, kernel="rbf", gamma="scale", degree=3,

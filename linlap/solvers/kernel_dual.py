@@ -1,0 +1,331 @@
+"""Kernel Laplacian SVM with the hinge loss through its dual (seed 001 eqs. 9–11).
+
+The model is ``f(x) = Σ_j α_j k(x_j, x) + b`` over all n training rows, so that on the
+training rows ``f = K α + b 1``. Per target column y (±1, one-vs-rest) the solver
+minimises, in linlap's scaling,
+
+    J(α, b) = (1/l) Σ_{i labeled} max(0, 1 − y_i f_i) + γ_A αᵀKα + γ_I s fᵀ M f,
+
+with ``M = L^p`` the Laplacian power and ``s = 1/trace(L)`` (``KNNGraph.scale_``); the
+bias is not penalised by the first two terms. Seed 001 eq. 6 is the same objective
+with ``γ_I/(u+l)²`` in place of ``γ_I s`` (seed 003's eq. 7 convention is
+``γ_A = γ_A'/l``, ``γ_I s = γ_I'/l``). With ``c = γ_I s`` and
+
+    A = 2γ_A I + 2c M K           (n × n; eq. 11's matrix),
+
+the Lagrange dual over the l labeled rows is seed 001's eq. 9,
+
+    max_β  Σ_i β_i − ½ βᵀ Q β,   0 ≤ β_i ≤ 1/l,
+    Q = Y (J K A⁻¹ Jᵀ + a aᵀ/(2q)) Y                  (eq. 10 plus the bias term),
+
+and the expansion is eq. 11 with the bias:
+
+    α = A⁻¹ Jᵀ Y β − b u,    f = K A⁻¹ Jᵀ Y β + b a.
+
+The bias. For the unnormalised Laplacian ``M 1 = 0``: ``u = 0``, ``a = 1``, the bias
+is free and the dual has seed 001's equality constraint ``Σ_i y_i β_i = 0`` (``b`` is
+its multiplier). For the normalised Laplacian ``m = M 1 ≠ 0`` and the graph term
+penalises the bias; the change of variables ``α = α' − b u``, ``u = 2c A⁻¹ m``
+separates it (``f = Kα' + b a``, ``a = 1 − K u``) into a penalty ``q b²`` with
+``q = γ_A uᵀKu + c aᵀ M a ≥ 0``, so the dual has no equality constraint, the rank-one
+term ``a aᵀ/(2q)`` above, and ``b = Σ_i β_i y_i a_i / (2q)``. Without an intercept
+(``fit_intercept=False``) Q is eq. 10 alone and there is no equality constraint.
+
+The two steps.
+
+1. The linear systems. ``A⁻¹ Jᵀ`` (one right-hand side per labeled row; it does not
+   depend on the labels, so it serves every class) and ``A⁻¹ m`` are solved together
+   by CG in the K inner product: A is self-adjoint and positive definite for
+   ``⟨x, z⟩_K = xᵀKz`` (``KA = 2γ_A K + 2c KMK``), so this is CG on ``KA x = K r``
+   preconditioned by K, and needs one product with K (``GramOperator.matvec``) and
+   one application of M per iteration; no n × n matrix is ever factorised or
+   inverted. Start: ``x₀ = r / (2γ_A)`` (exact when γ_I = 0). A column stops when
+   ``‖r − A x‖_K ≤ tol ‖r‖_K``.
+2. The l-variable QP. With a free bias: libsvm (``sklearn.svm.SVC`` with
+   ``kernel='precomputed'``) on ``2γ_A J K A⁻¹ Jᵀ`` with ``C = 1/(2 l γ_A)`` (the same
+   problem divided by ``2γ_A``; libsvm caches kernel entries in float32, which limits
+   the margins of the free support vectors to about 1e-6). Otherwise (penalised bias
+   or none): dual coordinate descent over the box, stopped when the largest
+   projected-gradient entry is at most ``qp_tol`` (in the same scaled units as
+   libsvm's ``tol``).
+
+α is then eq. 11 by linearity, ``α = (A⁻¹Jᵀ)(y ∘ β) − b u``: the system of eq. 11 is
+the one already solved in step 1.
+"""
+
+import warnings
+
+import numpy as np
+from numba import njit
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import SVC
+
+from ._problem import check_rows_and_targets, check_weights
+from .kernel_pcg import KernelSolution
+
+__all__ = ["DualSolution", "kernel_lapsvm_dual", "dual_system_cg", "dual_workspace_bytes"]
+
+#: L^p 1 counts as zero (bias free of the graph term) below this fraction of
+#: ‖L^p r‖ for a random ±1 vector r of the same norm (the rule of solvers/tinv.py).
+_BIAS_FREE_RTOL = 1e-9
+#: float64 n-vectors per right-hand side held by the CG of step 1
+_CG_VECTORS = 7
+
+
+class DualSolution(KernelSolution):
+    """Result of :func:`kernel_lapsvm_dual`: a :class:`~linlap.solvers.kernel.KernelSolution`
+    plus the dual variables.
+
+    Attributes
+    ----------
+    beta : ndarray of shape (n_columns, l)
+        β of eq. 9 for each target column (``0 ≤ β ≤ 1/l``).
+    bias_free : bool
+        Whether the bias is unpenalised (``M 1 = 0`` or γ_I = 0): then
+        ``Σ_i y_i β_i = 0``.
+    qp_iter : int
+        Iterations of the QP of step 2 (libsvm's, or coordinate-descent sweeps), the
+        largest over columns (``n_iter`` holds the CG iterations of step 1).
+    """
+
+
+def dual_workspace_bytes(n, n_labeled):
+    """Bytes of the step-1 CG block for n rows and l labeled rows (float64)."""
+    return 8 * _CG_VECTORS * int(n) * (int(n_labeled) + 1)
+
+
+def dual_system_cg(kernel_matvec, laplacian_matvec, R, *, gamma_A, c, tol=1e-8,
+                   max_iter=1000):
+    """Solve ``(2γ_A I + 2c M K) X = R`` by CG in the K inner product.
+
+    Parameters
+    ----------
+    kernel_matvec : callable
+        ``V ↦ K V`` for V of shape (n, m), K symmetric positive (semi)definite.
+    laplacian_matvec : callable or None
+        ``V ↦ M V`` (M symmetric PSD); unused when ``c == 0``.
+    R : ndarray of shape (n, m)
+        Right-hand sides.
+    gamma_A : float
+        > 0.
+    c : float
+        ``γ_I s`` (>= 0).
+    tol : float
+        A column stops when ``‖R − A X‖_K ≤ tol ‖R‖_K``.
+    max_iter : int
+
+    Returns
+    -------
+    X : ndarray of shape (n, m)
+    KX : ndarray of shape (n, m)
+        ``K X`` (accumulated along the iterations).
+    n_iter : int
+    converged : bool
+        Every column met ``tol`` (or hit an exact breakdown ``pᵀKAp = 0``, which only
+        a singular K allows and which leaves ``K X`` exact).
+    """
+    R = np.asarray(R, dtype=np.float64)
+    X = R / (2.0 * gamma_A)
+    KR = np.asarray(kernel_matvec(R), dtype=np.float64)
+    KX = KR / (2.0 * gamma_A)
+    if c == 0:
+        return X, KX, 0, True
+    norm0 = np.sqrt(np.maximum(np.einsum("ij,ij->j", R, KR), 0.0))
+    # ρ = R − A X₀ = −(c/γ_A) M K R
+    rho = -(c / gamma_A) * np.asarray(laplacian_matvec(KR), dtype=np.float64)
+    Krho = np.asarray(kernel_matvec(rho), dtype=np.float64)
+    rz = np.einsum("ij,ij->j", rho, Krho)
+    active = np.flatnonzero(np.sqrt(np.maximum(rz, 0.0)) > tol * norm0)
+    P, KP = rho.copy(), Krho.copy()
+    it = 0
+    while active.size and it < max_iter:
+        it += 1
+        p, Kp = P[:, active], KP[:, active]
+        Ap = 2.0 * gamma_A * p + 2.0 * c * np.asarray(laplacian_matvec(Kp), dtype=np.float64)
+        pAp = np.einsum("ij,ij->j", Kp, Ap)
+        ok = pAp > 0
+        step = np.where(ok, rz[active] / np.where(ok, pAp, 1.0), 0.0)
+        X[:, active] += step * p
+        KX[:, active] += step * Kp
+        rho_a = rho[:, active] - step * Ap
+        Krho_a = np.asarray(kernel_matvec(rho_a), dtype=np.float64)
+        rz_new = np.einsum("ij,ij->j", rho_a, Krho_a)
+        beta = np.where(ok, rz_new / np.where(rz[active] > 0, rz[active], 1.0), 0.0)
+        rho[:, active], Krho[:, active] = rho_a, Krho_a
+        P[:, active] = rho_a + beta * p
+        KP[:, active] = Krho_a + beta * Kp
+        rz[active] = rz_new
+        done = (np.sqrt(np.maximum(rz_new, 0.0)) <= tol * norm0[active]) | ~ok
+        active = active[~done]
+    return X, KX, it, active.size == 0
+
+
+@njit(cache=True)
+def _box_qp(Q, C, tol, max_iter):
+    """min ½βᵀQβ − Σβ over 0 ≤ β ≤ C by cyclic coordinate descent (exact 1-D steps)."""
+    l = Q.shape[0]
+    beta = np.zeros(l)
+    grad = -np.ones(l)  # Qβ − 1
+    for it in range(max_iter):
+        viol = 0.0
+        for i in range(l):
+            g = grad[i]
+            if beta[i] <= 0.0:
+                pg = min(g, 0.0)
+            elif beta[i] >= C:
+                pg = max(g, 0.0)
+            else:
+                pg = g
+            if abs(pg) > viol:
+                viol = abs(pg)
+            if pg == 0.0:
+                continue
+            if Q[i, i] > 0.0:
+                new = min(max(beta[i] - g / Q[i, i], 0.0), C)
+            else:
+                new = C if g < 0.0 else 0.0
+            d = new - beta[i]
+            if d != 0.0:
+                beta[i] = new
+                for j in range(l):
+                    grad[j] += d * Q[j, i]
+        if viol <= tol:
+            return beta, it + 1, True
+    return beta, max_iter, False
+
+
+def _laplacian_of_ones_is_zero(laplacian_matvec, n):
+    rng = np.random.default_rng(0)
+    Z = np.column_stack([np.ones(n), rng.choice([-1.0, 1.0], n)])
+    MZ = np.asarray(laplacian_matvec(Z), dtype=np.float64)
+    return bool(np.linalg.norm(MZ[:, 0]) <= _BIAS_FREE_RTOL * np.linalg.norm(MZ[:, 1])), MZ[:, 0]
+
+
+def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samples,
+                       gamma_A, gamma_I, scale, fit_intercept=True, tol=1e-8, max_iter=1000,
+                       qp_tol=1e-6, qp_max_iter=100000):
+    """Hinge-loss kernel LapSVM by the dual QP and the linear system (seed 001 eqs. 9–11).
+
+    Minimises, per target column, ``(1/l) Σ max(0, 1 − y_i f_i) + γ_A αᵀKα +
+    γ_I s fᵀMf`` with ``f = Kα + b`` (see the module docstring for the dual, the bias
+    and the two steps).
+
+    Parameters
+    ----------
+    kernel_matvec : callable
+        ``V ↦ K V`` for V of shape (n, m) (e.g. :meth:`linlap.kernels.GramOperator.matvec`).
+    targets : ndarray of shape (l,) or (l, k)
+        ±1 targets of the labeled rows (one column per one-vs-rest problem).
+    labeled_rows : ndarray of int, shape (l,)
+    laplacian_matvec : callable or None
+        ``V ↦ L^p V`` (``KNNGraph.laplacian_matvec``); may be None when γ_I = 0.
+    n_samples : int
+        n.
+    gamma_A : float
+        > 0.
+    gamma_I, scale : float
+        Graph weight and scale ``s`` (>= 0; s > 0 when γ_I > 0).
+    fit_intercept : bool
+    tol : float
+        Relative K-norm residual at which the CG of step 1 stops.
+    max_iter : int
+        CG iterations of step 1.
+    qp_tol : float
+        Stopping tolerance of the QP of step 2 (libsvm's ``tol``; the projected
+        gradient bound of the coordinate descent), in the problem divided by ``2γ_A``.
+    qp_max_iter : int
+        Sweeps of the coordinate descent (libsvm runs to its own tolerance).
+
+    Returns
+    -------
+    DualSolution
+        ``dual_coef`` (k, n), ``intercept`` (k,), ``decision`` (n, k), ``beta`` (k, l),
+        ``stop_reason='dual'``; ``n_iter`` the CG iterations of step 1; ``history``
+        holds J of each column (one row).
+    """
+    n = int(n_samples)
+    Y, rows = check_rows_and_targets(n, targets, labeled_rows)
+    if not np.all(np.abs(Y) == 1):
+        raise ValueError("targets of the hinge loss must be +1 or -1.")
+    check_weights(gamma_A, gamma_I, scale)
+    if not gamma_A > 0:
+        raise ValueError("gamma_A must be > 0 in kernel mode (with γ_A = 0 the α of the "
+                         "expansion is not determined).")
+    l, k = Y.shape
+    c = gamma_I * scale if (gamma_I > 0 and laplacian_matvec is not None) else 0.0
+    bias_free, m_vec = True, None
+    if c > 0 and fit_intercept:
+        bias_free, m_vec = _laplacian_of_ones_is_zero(laplacian_matvec, n)
+
+    # step 1: A⁻¹Jᵀ (and A⁻¹m) by CG in the K inner product
+    R = np.zeros((n, l + (0 if bias_free else 1)))
+    R[rows, np.arange(l)] = 1.0
+    if not bias_free:
+        R[:, l] = m_vec
+    Mmv = laplacian_matvec if c > 0 else None
+    Z, KZ, cg_iter, cg_ok = dual_system_cg(kernel_matvec, Mmv, R, gamma_A=gamma_A, c=c,
+                                           tol=tol, max_iter=max_iter)
+    if not cg_ok:
+        warnings.warn(f"The CG of the LapSVM dual reached max_iter={max_iter} before "
+                      f"tol={tol}; increase max_iter.", ConvergenceWarning, stacklevel=2)
+    G = KZ[rows, :l]
+    G = 0.5 * (G + G.T)
+    if bias_free or not fit_intercept:
+        u, a, q = np.zeros(n), np.ones(n), 0.0
+    else:
+        u = 2.0 * c * Z[:, l]
+        Ku = 2.0 * c * KZ[:, l]
+        a = 1.0 - Ku
+        q = float(gamma_A * u @ Ku + c * a @ np.asarray(laplacian_matvec(a), dtype=np.float64))
+        if not q > 0:
+            raise ValueError("The bias penalty q of the normalised Laplacian is not positive; "
+                             "use fit_intercept=False or an unnormalised Laplacian.")
+
+    # step 2: the l-variable QP, scaled by 2γ_A (C = 1/(2 l γ_A))
+    C = 1.0 / (2.0 * l * gamma_A)
+    H = 2.0 * gamma_A * G
+    if fit_intercept and not bias_free:
+        al = a[rows]
+        H = H + (gamma_A / q) * np.outer(al, al)
+    B = np.zeros((k, l))
+    coefs, intercepts, F = np.zeros((k, n)), np.zeros(k), np.zeros((n, k))
+    qp_iter, qp_ok = 0, True
+    for col in range(k):
+        y = Y[:, col]
+        if fit_intercept and bias_free:
+            if np.all(y == y[0]):
+                raise ValueError("Each target column needs both +1 and -1 rows for the "
+                                 "free-bias dual (its equality constraint).")
+            svc = SVC(kernel="precomputed", C=C, tol=qp_tol, cache_size=500).fit(H, y)
+            bp = np.zeros(l)
+            # binary SVC: dual_coef_ = y_i β'_i on the support, classes_ = [-1, 1]
+            bp[svc.support_] = np.abs(svc.dual_coef_[0])
+            b = float(svc.intercept_[0])
+            it, ok = int(np.max(svc.n_iter_)), svc.fit_status_ == 0
+        else:
+            Q = H * np.outer(y, y)
+            bp, it, ok = _box_qp(np.ascontiguousarray(Q), C, qp_tol, qp_max_iter)
+            b = 0.0
+        beta = 2.0 * gamma_A * bp
+        yb = y * beta
+        if fit_intercept and not bias_free:
+            b = float(yb @ a[rows] / (2.0 * q))
+        coefs[col] = Z[:, :l] @ yb - b * u
+        intercepts[col] = b
+        F[:, col] = KZ[:, :l] @ yb + b * a
+        B[col] = beta
+        qp_iter, qp_ok = max(qp_iter, it), qp_ok and ok
+    if not qp_ok:
+        warnings.warn(f"The dual QP stopped at its iteration limit before qp_tol={qp_tol}.",
+                      ConvergenceWarning, stacklevel=2)
+    # J (hinge) of each column at the solution
+    J = np.mean(np.maximum(0.0, 1.0 - Y * F[rows]), axis=0)
+    J += gamma_A * np.einsum("ij,ji->i", coefs, F - intercepts)
+    if c > 0:
+        J += c * np.einsum("ij,ij->j", F, np.asarray(laplacian_matvec(F), dtype=np.float64))
+    sol = DualSolution(coefs, intercepts, F, cg_iter, bool(cg_ok and qp_ok), "dual",
+                       0.0, J[None, :])
+    sol.beta = B
+    sol.bias_free = bool(bias_free or not fit_intercept)
+    sol.qp_iter = qp_iter
+    return sol
