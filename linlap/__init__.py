@@ -13,6 +13,7 @@ _LAZY = {
     "KNNGraph": "linlap.graph",
     "LapRLSClassifier": "linlap.estimators",
     "LapSVMClassifier": "linlap.estimators",
+    "LapS3VMClassifier": "linlap.s3vm",
     "KernelLapRLSClassifier": "linlap.kernel_estimators",
     "KernelLapSVMClassifier": "linlap.kernel_estimators",
     "LapSVMPathClassifier": "linlap.model_selection",
