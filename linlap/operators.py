@@ -308,8 +308,10 @@ class NormalOperator:
         w = self.loss_weights(T.shape[1], columns)
         if w is not None:
             T = T * w
-        if self.rows.size > self.X.shape[0]:  # repeated rows: sum per row, no copy of X
-            U = np.zeros((self.X.shape[0], T.shape[1]))
-            np.add.at(U, self.rows, T)
+        if 2 * self.rows.size > self.X.shape[0]:
+            # many (or repeated) rows: sum the targets per row, do not copy most of X
+            U = np.empty((self.X.shape[0], T.shape[1]))
+            for j in range(T.shape[1]):
+                U[:, j] = np.bincount(self.rows, weights=T[:, j], minlength=U.shape[0])
             return augmented_rows_T(self.X, U, self.fit_intercept)
         return augmented_rows_T(self.X[self.rows], T, self.fit_intercept)

@@ -195,7 +195,7 @@ class _Solver:
 
     def __init__(self, X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, gamma_A,
                  gamma_I, gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter,
-                 cg_max_iter):
+                 cg_max_iter, balance="labels"):
         Y, rows = check_problem(X, targets, labeled_rows, gamma_A=gamma_A, gamma_I=gamma_I,
                                 scale=scale)
         if not (np.isfinite(gamma_U) and gamma_U >= 0):
@@ -208,6 +208,11 @@ class _Solver:
         self.kw = dict(gamma_A=gamma_A, gamma_I=gamma_I, scale=scale,
                        fit_intercept=fit_intercept, max_iter=max_iter, cg_max_iter=cg_max_iter)
         self.gamma_U, self.tol = gamma_U, tol
+        if balance not in ("labels", "mean"):
+            raise ValueError(f"balance must be 'labels' or 'mean', got {balance!r}.")
+        # 'mean': pin the mean decision value over U to 2π − 1 (the LapSVM class_prior
+        # constraint) instead of the labels' proportion
+        self.mean = None if balance == "labels" else 2.0 * self.r - 1.0
         self.n_solves = self.newton_steps = self.cg_iter = 0
         self.warned = False
 
@@ -216,13 +221,14 @@ class _Solver:
         tol = self.tol if tol is None else tol
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
+            bal = {} if self.mean is None else dict(balance=self.mean, unlabeled_rows=self.U)
             if P is None:
                 sol = lapsvm_newton(self.X, self.Y, self.rows, self.lap, tol=tol, init=init,
-                                    **self.kw)
+                                    **bal, **self.kw)
             else:
                 rows, T, W = s3vm_problem(self.rows, self.Y, self.U, P, self.gamma_U)
                 sol = lapsvm_newton(self.X, T, rows, self.lap, tol=tol, init=init,
-                                    row_weights=W, **self.kw)
+                                    row_weights=W, **bal, **self.kw)
         self.warned |= any(issubclass(w.category, ConvergenceWarning) for w in caught)
         self.n_solves += 1
         self.newton_steps += sol.n_iter
@@ -231,6 +237,15 @@ class _Solver:
 
     def costs(self, FU):
         return self.gamma_U * (_sq_hinge(FU) - _sq_hinge(-FU))
+
+    def labels(self, FU, T):
+        """The labels minimising the objective at temperature T for fixed f."""
+        G = self.costs(FU)
+        if self.mean is None:
+            return balanced_soft_labels(G, T, self.r)
+        if T > 0:
+            return expit(-G / T)
+        return (G < 0) + 0.5 * (G == 0)
 
     def finish(self, sol, P, n_iter, history, extra, name):
         if self.warned:
@@ -261,7 +276,9 @@ def s3vm_annealing(
     kl_tol=1e-3,
     max_outer=30,
     max_inner=10,
+    balance="labels",
     tol=1e-4,
+    inner_tol=1e-2,
     max_iter=50,
     cg_max_iter=1000,
     init=None,
@@ -289,9 +306,10 @@ def s3vm_annealing(
     for — then no solve is done — or after ``max_inner`` solves. Then, unless the
     mean entropy of ``p`` (in units of log 2, largest over columns) is below
     ``entropy_tol``, ``T`` is divided by ``annealing_rate``; at most ``max_outer``
-    temperatures. Finally ``T = 0``: the hard balanced labels of ``f`` and ``f``
-    solved for them, alternately, until the labels repeat (at most ``max_inner``
-    solves). All target columns share every solve (one batched finite Newton run).
+    temperatures. The solves while annealing stop at the loose tolerance
+    ``max(tol, inner_tol)``. Finally ``T = 0``: the hard balanced labels of ``f`` and
+    ``f`` solved for them at ``tol``, alternately, until the labels repeat (at least
+    one, at most ``max_inner`` solves). All target columns share every solve (one batched finite Newton run).
 
     Parameters
     ----------
@@ -314,8 +332,15 @@ def s3vm_annealing(
     entropy_tol, kl_tol : float, default=1e-3
         The stopping rules above.
     max_outer, max_inner : int
+    balance : {'labels', 'mean'}, default='labels'
+        'labels': the constraint ``(1/u) Σ_j p_j = π`` on the labels (above).
+        'mean': instead the mean decision value over the unlabeled rows is pinned to
+        ``2π − 1`` in every solve (the LapSVM ``balance`` constraint) and ``p`` is
+        unconstrained (``ν = 0``).
     tol, max_iter, cg_max_iter
         Of each finite Newton solve (:func:`~linlap.solvers.newton.lapsvm_newton`).
+    inner_tol : float, default=1e-2
+        Loosest tolerance of the solves while annealing.
     init : LinearSolution, optional
         Warm start of the initial LapSVM.
     callback : callable, optional
@@ -336,7 +361,8 @@ def s3vm_annealing(
         raise ValueError("temperature, entropy_tol and kl_tol must be > 0, annealing_rate "
                          "> 1, max_outer and max_inner >= 1.")
     S = _Solver(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, gamma_A, gamma_I,
-                gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter)
+                gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter,
+                balance)
     sol = S.solve(init=init)
     start = (sol.coef.copy(), sol.intercept.copy())
     if gamma_U == 0:  # the LapSVM minimiser, whatever p
@@ -347,24 +373,25 @@ def s3vm_annealing(
     history, temps = [], []
     for outer in range(1, max_outer + 1):
         for _ in range(max_inner):
-            P = balanced_soft_labels(S.costs(sol.decision[S.U]), T, S.r)
+            P = S.labels(sol.decision[S.U], T)
             if P_f is not None and np.max(_mean_kl(P, P_f)) < kl_tol:
                 break
-            sol = S.solve(P, init=sol)
+            sol = S.solve(P, init=sol, tol=max(tol, inner_tol))
             P_f = P
         temps.append(T)
         FU = sol.decision[S.U]
-        hard = balanced_soft_labels(S.costs(FU), 0.0, S.r)
+        hard = S.labels(FU, 0.0)
         history.append(float(_objective_from(S, sol, hard).sum()))
         if callback is not None:
             callback(outer, T)
         if np.max(_mean_entropy(P)) < entropy_tol:
             break
         T /= annealing_rate
-    # T → 0: the hard balanced labels of f, and f solved for them, until they agree
-    for _ in range(max_inner):
-        P = balanced_soft_labels(S.costs(sol.decision[S.U]), 0.0, S.r)
-        if np.array_equal(P, P_f):
+    # T → 0: the hard balanced labels of f, and f solved (at tol) for them, until
+    # they agree
+    for i in range(max_inner):
+        P = S.labels(sol.decision[S.U], 0.0)
+        if i > 0 and np.array_equal(P, P_f):
             break
         sol = S.solve(P, init=sol)
         P_f = P
@@ -421,6 +448,7 @@ def s3vm_switching(
     max_switches=None,
     max_rounds=20,
     tol=1e-4,
+    inner_tol=1e-2,
     max_iter=50,
     cg_max_iter=1000,
     init=None,
@@ -439,14 +467,16 @@ def s3vm_switching(
     problem (warm-started) with a switching pass that swaps every pair (positive
     row i, negative row j) with ``V(f_i) + V(−f_j) > V(−f_i) + V(f_j)``, best pairs
     first, at most ``max_switches`` pairs per column (None: no limit), until no pair
-    swaps or ``max_rounds`` solves. Each swap keeps the balance and lowers the
+    swaps or ``max_rounds`` solves (at ``max(tol, inner_tol)`` before the last
+    stage, at ``tol`` in it). Each swap keeps the balance and lowers the
     objective for fixed ``f``, each solve lowers it for fixed labels: at a fixed
     weight the objective decreases monotonically.
 
     Parameters
     ----------
     X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, gamma_A, gamma_I,
-    gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter, init
+    gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter, init,
+    inner_tol
         As in :func:`s3vm_annealing`.
     gamma_U_start : float, default=1e-2
         First unlabeled weight, relative to γ_U (1: no annealing of γ_U).
@@ -488,14 +518,16 @@ def s3vm_switching(
         stage += 1
         weight = min(weight, gamma_U)
         S.gamma_U = weight
+        last = weight >= gamma_U  # the last stage solves at tol, earlier ones loosely
+        stage_tol = tol if last else max(tol, inner_tol)
         for _ in range(max_rounds):
-            sol = S.solve((Yu > 0).astype(float), init=sol)
+            sol = S.solve((Yu > 0).astype(float), init=sol, tol=stage_tol)
             n = _switch(Yu, sol.decision[S.U], limit)
             switches += int(n.sum())
             if not n.any():
                 break
         else:  # out of rounds with labels just swapped: solve for them
-            sol = S.solve((Yu > 0).astype(float), init=sol)
+            sol = S.solve((Yu > 0).astype(float), init=sol, tol=stage_tol)
         S.gamma_U = gamma_U
         history.append(float(_objective_from(S, sol, (Yu > 0).astype(float)).sum()))
         if callback is not None:
