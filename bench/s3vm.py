@@ -44,7 +44,7 @@ PAIRS = {
 }
 N_LABELS = 50
 #: γ_A, γ_U of the graph-free S³VM rows (chosen by --select, γ_I = 0 family).
-PLAIN = dict(gamma_A=1e-2, gamma_U=10.0)
+PLAIN = dict(gamma_A=1e-3, gamma_U=1.0)
 
 
 def data_dir(arg):

@@ -235,20 +235,27 @@ def brute_force_s3vm(Xd, labeled, unlabeled, t, gA, gU, r):
     return best
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize("sparse", [True, False])
-def test_plain_s3vm_matches_brute_force(solver, sparse):
+@pytest.fixture(scope="module")
+def tiny_s3vm():
+    """Two noisy clusters in 3-D, 2 labels, 10 unlabeled rows (252 balanced labellings),
+    and the brute-force optimum (γ_I = 0)."""
     rng = np.random.default_rng(4)
-    # two noisy clusters in 3-D, 2 labels, 10 unlabeled rows (252 balanced labellings)
     centers = np.array([[1.5, 0.5, 0.0], [-1.5, -0.5, 0.0]])
     yy = np.r_[np.ones(6), -np.ones(6)]
     Xd = centers[(yy < 0).astype(int)] + rng.normal(scale=0.8, size=(12, 3))
-    X = sp.csr_matrix(Xd) if sparse else Xd
     labeled = np.array([0, 6])
     unlabeled = np.setdiff1d(np.arange(12), labeled)
     t = np.array([1.0, -1.0])
     gA, gU = 0.05, 1.0
-    J_bf, z = brute_force_s3vm(Xd, labeled, unlabeled, t, gA, gU, 0.5)
+    return Xd, labeled, unlabeled, t, gA, gU, brute_force_s3vm(Xd, labeled, unlabeled, t, gA,
+                                                                gU, 0.5)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("sparse", [True, False])
+def test_plain_s3vm_matches_brute_force(solver, sparse, tiny_s3vm):
+    Xd, labeled, unlabeled, t, gA, gU, (J_bf, z) = tiny_s3vm
+    X = sp.csr_matrix(Xd) if sparse else Xd
     sol = solver(X, t, labeled, unlabeled, None, gamma_A=gA, gamma_I=0.0, gamma_U=gU,
                  scale=1.0, positive_fraction=0.5, tol=1e-10)
     J = s3vm_objective(X, t, labeled, unlabeled, None, sol.coef, sol.intercept, gamma_A=gA,
