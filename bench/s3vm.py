@@ -65,7 +65,12 @@ def load(name, ddir):
             load_20newsgroups(path, "test", categories=PAIRS[name]))
 
 
-def methods(graph, uniform=False):
+def methods(graph, uniform=False, sweep=False):
+    if sweep:  # diagnostic: the γ_I of the combined model, on test labels
+        return [("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph))] + [
+            (f"LapS3VM γ_I={gI:g}, prior {pr}",
+             lambda gI=gI, pr=pr: LapS3VMClassifier(gamma_I=gI, graph=graph, class_prior=pr))
+            for pr in ("labeled", (0.5, 0.5)) for gI in (0.0, 0.1, 1.0, 10.0, 100.0)]
     out = [
         ("LinearSVC (labels only)", None),
         ("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph)),
@@ -95,7 +100,7 @@ def fit(make, X, ys):
     return make().fit(X, ys)
 
 
-def run_set(name, draws, ddir, uniform):
+def run_set(name, draws, ddir, uniform, sweep=False):
     train, test = load(name, ddir)
     vec = make_vectorizer()
     X, Xt = vec.fit_transform(train.data), vec.transform(test.data)
@@ -107,7 +112,7 @@ def run_set(name, draws, ddir, uniform):
           f"{X.shape[1]} terms, {draws} draws\n")
     print(f"graph ({graph.n_neighbors}-NN, {graph.algorithm_}) {t_graph:.1f} s, shared, not "
           f"in the fit times\n")
-    ms = methods(graph, uniform)
+    ms = methods(graph, uniform, sweep)
     warm = mask_labels(y, N_LABELS, random_state=10**6)
     for _, make in ms:  # JIT warm-up, untimed
         fit(make, X, warm)
@@ -177,6 +182,9 @@ def main():
                     help="run the PCMAC train/validation grid instead")
     ap.add_argument("--uniform-prior", action="store_true",
                     help="also run the S³VMs with class_prior=[0.5, 0.5]")
+    ap.add_argument("--gamma-I-sweep", action="store_true",
+                    help="diagnostic: LapS3VMClassifier test error against γ_I (test labels: "
+                         "not a way to choose γ_I)")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     if args.select:
@@ -185,7 +193,8 @@ def main():
     sets = args.sets.split(",")
     if any(s != "pcmac" for s in sets):
         data_dir(args.data_dir)  # fail early with the message
-    results = {s: run_set(s, args.draws, args.data_dir, args.uniform_prior) for s in sets}
+    results = {s: run_set(s, args.draws, args.data_dir, args.uniform_prior, args.gamma_I_sweep)
+               for s in sets}
     labels = list(next(iter(results.values())))
     print(f"\n### Mean over the {len(sets)} binary sets\n")
     print("| method | mean test error % | mean × LapSVM fit |")

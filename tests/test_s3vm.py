@@ -183,6 +183,22 @@ def test_balance_holds(solver):
         assert np.all(np.minimum(P, 1 - P).mean(axis=0) < 0.01)  # annealed to hard labels
 
 
+def test_mean_balance_and_limited_switches():
+    X, L, labeled, unlabeled, T, _ = problem(n=60, k=2, seed=8)
+    r = np.array([0.3, 0.6])
+    kw = dict(gamma_A=1e-3, gamma_I=0.5, gamma_U=1.0, scale=1 / np.trace(L),
+              positive_fraction=r, tol=1e-8)
+    sol = s3vm_annealing(X, T, labeled, unlabeled, lambda F: L @ F, balance="mean", **kw)
+    # the mean decision value over the unlabeled rows is pinned instead of the labels
+    np.testing.assert_allclose(sol.decision[unlabeled].mean(axis=0), 2 * r - 1, atol=1e-8)
+    np.testing.assert_array_equal(sol.state["P"], sol.decision[unlabeled] > 0)
+    with pytest.raises(ValueError, match="balance"):
+        s3vm_annealing(X, T, labeled, unlabeled, lambda F: L @ F, balance="x", **kw)
+    one = s3vm_switching(X, T, labeled, unlabeled, lambda F: L @ F, max_switches=1, **kw)
+    np.testing.assert_array_equal(one.state["P"].sum(axis=0), np.round(r * unlabeled.size))
+    assert one.state["switches"] > 0
+
+
 # -- γ_U = 0 is LapSVM; annealing never ends above its start ---------------------------
 @pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("sparse", [True, False])
