@@ -77,7 +77,7 @@ def methods(graph, uniform=False, sweep=False):
         ("S³VM γ_I=0, annealing", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN)),
         ("S³VM γ_I=0, switching", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph,
                                                              solver="switching", **PLAIN)),
-        ("**LapS3VMClassifier (defaults: annealing)**",
+        ("LapS3VMClassifier (defaults: annealing)",
          lambda: LapS3VMClassifier(graph=graph)),
         ("LapS3VMClassifier(solver='switching')",
          lambda: LapS3VMClassifier(graph=graph, solver="switching")),
