@@ -309,7 +309,8 @@ def s3vm_annealing(
     temperatures. The solves while annealing stop at the loose tolerance
     ``max(tol, inner_tol)``. Finally ``T = 0``: the hard balanced labels of ``f`` and
     ``f`` solved for them at ``tol``, alternately, until the labels repeat (at least
-    one, at most ``max_inner`` solves). All target columns share every solve (one batched finite Newton run).
+    one, at most ``max_inner`` solves). All target columns share every solve (one
+    batched finite Newton run).
 
     Parameters
     ----------
