@@ -4,6 +4,7 @@
     python bench/s3vm.py [--data-dir DIR] [--draws 10] [--sets pcmac,graphics-windows,...]
     python bench/s3vm.py --select [--draws 10]
     python bench/s3vm.py --multiclass --data-dir DIR [--draws 3]
+    python bench/s3vm.py --memory 100000
 
 Sets: ``pcmac`` (bundled) and the 20 Newsgroups pairs ``graphics-windows``
 (comp.graphics vs comp.windows.x), ``autos-motorcycles`` (rec.autos vs rec.motorcycles),
@@ -177,6 +178,32 @@ def multiclass(draws, ddir):
               f"{(tm / base).mean():.1f}, {(tm / base).max():.1f} |", flush=True)
 
 
+def memory(n):
+    """Traced peak of one LapSVM and one LapS3VM fit on a synthetic corpus of n rows."""
+    import tracemalloc
+
+    from linlap.datasets import make_text_corpus
+
+    X, y = make_text_corpus(n, random_state=0)
+    t = time.perf_counter()
+    graph = KNNGraph(n_neighbors=10, random_state=0).fit(X)
+    xb = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 1e6
+    print(f"\nmake_text_corpus({n}): {X.shape[1]} features, X {xb:.0f} MB; 10-NN graph "
+          f"{time.perf_counter() - t:.0f} s; 1,000 labels\n")
+    ys = mask_labels(y, 1000, random_state=0)
+    print("| fit | time s | traced peak MB (numpy allocations during fit) |")
+    print("|---|---|---|")
+    for _ in range(2):  # the first round includes JIT compilation
+        for est in (LapSVMClassifier(graph=graph), LapS3VMClassifier(graph=graph)):
+            tracemalloc.start()
+            t = time.perf_counter()
+            est.fit(X, ys)
+            t = time.perf_counter() - t
+            peak = tracemalloc.get_traced_memory()[1] / 1e6
+            tracemalloc.stop()
+            print(f"| {type(est).__name__} | {t:.1f} | {peak:.1f} |", flush=True)
+
+
 def select(draws):
     """Validation grid on PCMAC's training split (no test labels)."""
     tr = load_pcmac("train")
@@ -223,6 +250,8 @@ def main():
                     help="also run the S³VMs with class_prior=[0.5, 0.5]")
     ap.add_argument("--multiclass", action="store_true",
                     help="run the 20-class 20 Newsgroups protocol (5 labels per class) instead")
+    ap.add_argument("--memory", type=int, default=None, metavar="N",
+                    help="traced fit memory of LapSVM and LapS3VM on N synthetic rows instead")
     ap.add_argument("--gamma-I-sweep", action="store_true",
                     help="diagnostic: LapS3VMClassifier test error against γ_I (test labels: "
                          "not a way to choose γ_I)")
@@ -230,6 +259,9 @@ def main():
     warnings.simplefilter("ignore")
     if args.select:
         select(args.draws)
+        return
+    if args.memory:
+        memory(args.memory)
         return
     if args.multiclass:
         multiclass(args.draws, args.data_dir)
