@@ -20,6 +20,7 @@ _LAZY = {
     "LapSVMClassifierCV": "linlap.estimators",
     "lapsvm_path": "linlap.estimators",
     "LaplacianSpectralClustering": "linlap.estimators",
+    "LapS3VMClassifier": "linlap.estimators",
     "datasets": "linlap.datasets",
     "save": "linlap.persistence",
     "load": "linlap.persistence",

@@ -9,7 +9,9 @@ from .cv import LapRLSClassifierCV, LapSVMClassifierCV
 from .kernel import KernelLapRLSClassifier, KernelLapSVMClassifier
 from .linear import LapRLSClassifier, LapSVMClassifier
 from .path import LapSVMPathClassifier, lapsvm_path
+from .s3vm import LapS3VMClassifier
 
 __all__ = ["LapRLSClassifier", "LapSVMClassifier", "KernelLapRLSClassifier",
            "KernelLapSVMClassifier", "LapRLSClassifierCV", "LapSVMClassifierCV",
-           "LapSVMPathClassifier", "lapsvm_path", "LaplacianSpectralClustering"]
+           "LapSVMPathClassifier", "lapsvm_path", "LaplacianSpectralClustering",
+           "LapS3VMClassifier"]

@@ -439,7 +439,7 @@ class LapSVMClassifierCV(_GridCV):
       :class:`LapRLSClassifierCV`, with the same ``patience``); a point where every
       labeled row has ``y f ≤ 1`` is also the LapSVM minimiser (the squared hinge equals
       the squared loss there), the others are finished by finite Newton from their
-      LapRLS point (:func:`linlap.solvers.newton.lapsvm_grid`).
+      LapRLS point (:func:`linlap.solvers.lapsvm_newton.lapsvm_grid`).
     * ``'warm'`` (and the other losses, solvers and class-prior settings): one
       :class:`~linlap.LapSVMClassifier` fit per candidate in snake order, Newton starting
       from the neighbour's w when ``warm_start=True``.

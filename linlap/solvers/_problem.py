@@ -16,8 +16,11 @@ __all__ = ["LinearSolution", "check_rows_and_targets", "check_weights", "check_p
 BIAS_FREE_RTOL = 1e-9
 
 
-def check_rows_and_targets(n, targets, labeled_rows):
-    """Validate labeled row indices into n rows and their (l,) or (l, k) targets."""
+def check_rows_and_targets(n, targets, labeled_rows, allow_repeats=False):
+    """Validate labeled row indices into n rows and their (l,) or (l, k) targets.
+
+    ``allow_repeats``: a row may carry several losses (row-weighted problems).
+    """
     T = np.asarray(targets, dtype=np.float64)
     if T.ndim == 1:
         T = T[:, None]
@@ -25,7 +28,8 @@ def check_rows_and_targets(n, targets, labeled_rows):
     if rows.ndim != 1 or rows.size == 0 or not np.issubdtype(rows.dtype, np.integer):
         raise ValueError("labeled_rows must be a non-empty 1-D array of row indices.")
     rows = rows.astype(np.intp)
-    if rows.min() < 0 or rows.max() >= n or np.unique(rows).size != rows.size:
+    if rows.min() < 0 or rows.max() >= n or (not allow_repeats
+                                              and np.unique(rows).size != rows.size):
         raise ValueError(f"labeled_rows must be distinct indices in [0, {n}).")
     if T.ndim != 2 or T.shape[0] != rows.size:
         raise ValueError(f"targets must have shape (len(labeled_rows), k) = ({rows.size}, k), "
@@ -44,14 +48,15 @@ def check_weights(gamma_A, gamma_I, scale):
                          f"got {scale!r}.")
 
 
-def check_problem(X, targets, labeled_rows, *, gamma_A, gamma_I, scale, pm1=True):
+def check_problem(X, targets, labeled_rows, *, gamma_A, gamma_I, scale, pm1=True,
+                  allow_repeats=False):
     """Validate the common inputs; return targets as (l, k) float and the row indices.
 
     ``pm1``: the targets must be ±1 (the SVM losses); otherwise any finite values.
     """
     if not (sp.issparse(X) or isinstance(X, np.ndarray)) or X.ndim != 2:
         raise ValueError("X must be a 2-D ndarray or scipy sparse matrix.")
-    T, rows = check_rows_and_targets(X.shape[0], targets, labeled_rows)
+    T, rows = check_rows_and_targets(X.shape[0], targets, labeled_rows, allow_repeats)
     if pm1 and not np.all(np.abs(T) == 1):
         raise ValueError("targets of the SVM losses must be +1 or -1.")
     if not np.all(np.isfinite(T)):

@@ -73,7 +73,7 @@ def batched_cg(
     matvec : callable
         ``matvec(P)`` returns ``A @ P`` for a block ``P`` of shape (m, k), for any
         number of columns k. ``A`` must be symmetric positive definite. If it
-        accepts an ``out`` keyword (as :meth:`linlap.operators.NormalOperator.matvec`
+        accepts an ``out`` keyword (as :meth:`linlap.solvers.normal_operator.NormalOperator.matvec`
         does) it is called as ``matvec(P, out=AP)`` with a preallocated C-contiguous
         float64 block and must write ``A @ P`` there.
     B : ndarray of shape (m,) or (m, n_columns)

@@ -41,7 +41,7 @@ def laprls_grid(
     For a fixed γ_I the l-scaled normal equations are
     ``(X̃_lᵀX̃_l + β X̃ᵀL^pX̃ + γ_A l I_w) z = X̃_lᵀ y`` with ``β = γ_I s l``: every γ_A
     is a *shift* of one operator, so one CG recurrence serves the whole γ_A column of
-    the grid (:func:`~linlap.solvers.shifted.shifted_cg`: one pass over X, p graph
+    the grid (:func:`~linlap.solvers.shifted_cg.shifted_cg`: one pass over X, p graph
     passes and one pass over Xᵀ per iteration for all the γ_A). The unpenalised bias,
     which the shift must not touch, is eliminated exactly: with ``a``, ``a_bb`` the
     bias column and corner of the operator, the shifted systems are on the Schur

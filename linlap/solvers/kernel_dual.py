@@ -66,14 +66,14 @@ from .kernel_pcg import KernelSolution
 __all__ = ["DualSolution", "kernel_lapsvm_dual", "dual_system_cg", "dual_workspace_bytes"]
 
 #: L^p 1 counts as zero (bias free of the graph term) below this fraction of
-#: ‖L^p r‖ for a random ±1 vector r of the same norm (the rule of solvers/tinv.py).
+#: ‖L^p r‖ for a random ±1 vector r of the same norm (the rule of solvers/lapsvm_tinv.py).
 _BIAS_FREE_RTOL = 1e-9
 #: float64 n-vectors per right-hand side held by the CG of step 1
 _CG_VECTORS = 7
 
 
 class DualSolution(KernelSolution):
-    """Result of :func:`kernel_lapsvm_dual`: a :class:`~linlap.solvers.kernel.KernelSolution`
+    """Result of :func:`kernel_lapsvm_dual`: a :class:`~linlap.solvers.kernel_pcg.KernelSolution`
     plus the dual variables.
 
     Attributes
@@ -213,7 +213,7 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
     Parameters
     ----------
     kernel_matvec : callable
-        ``V ↦ K V`` for V of shape (n, m) (e.g. :meth:`linlap.kernels.GramOperator.matvec`).
+        ``V ↦ K V`` for V of shape (n, m) (e.g. :meth:`linlap.gram.GramOperator.matvec`).
     targets : ndarray of shape (l,) or (l, k)
         ±1 targets of the labeled rows (one column per one-vs-rest problem).
     labeled_rows : ndarray of int, shape (l,)

@@ -166,7 +166,7 @@ def kernel_line_search(y, o, od, slope, curv, n_labeled, loss="squared_hinge"):
 
     For the squared hinge φ′ is piecewise linear with breakpoints where labeled rows
     enter or leave the error vectors; they are walked in order from s = 0 to the first
-    zero crossing (:func:`linlap.solvers.newton.squared_hinge_line_search`). For the
+    zero crossing (:func:`linlap.solvers.lapsvm_newton.squared_hinge_line_search`). For the
     squared loss there is no breakpoint and ``s = −φ′(0)/φ″``.
 
     Parameters
@@ -237,7 +237,7 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
     Parameters
     ----------
     kernel_matvec : callable
-        ``V ↦ K V`` for V of shape (n, m) (e.g. :class:`linlap.kernels.GramOperator`).
+        ``V ↦ K V`` for V of shape (n, m) (e.g. :class:`linlap.gram.GramOperator`).
     targets : ndarray of shape (l,) or (l, k)
         ±1 targets of the labeled rows (any real targets for ``loss='squared'``).
     labeled_rows : ndarray of int, shape (l,)

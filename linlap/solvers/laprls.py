@@ -34,7 +34,7 @@ def laprls_linear(
         f = X w + b,
 
     with ``s = scale`` (linlap uses ``s = 1/trace(L)``), by CG on the (d+1)-square
-    normal equations ``A z = X̃_lᵀ y`` (:class:`~linlap.operators.NormalOperator`),
+    normal equations ``A z = X̃_lᵀ y`` (:class:`~linlap.solvers.normal_operator.NormalOperator`),
     all columns in one batched solve.
 
     With ``balance`` (the class-balance constraint, docs/design.md) the minimiser is

@@ -25,10 +25,14 @@ LOOSE_TOL = 1e-2
 LOOSE_CG_ITER = 10
 
 
-def _objective(Y, O, W, F, LF, gamma_A, gamma_I, scale, loss="squared_hinge"):
-    """J per column from the labeled outputs O, weights W (d, k), F and L^p F."""
+def _objective(Y, O, W, F, LF, gamma_A, gamma_I, scale, loss="squared_hinge", weights=None):
+    """J per column from the labeled outputs O, weights W (d, k), F and L^p F.
+
+    ``weights`` (shape of O): per-row loss weights replacing the ``1/l`` of the mean.
+    """
     xi = np.maximum(0.0, 1.0 - Y * O)
-    J = np.mean(xi * xi if loss == "squared_hinge" else xi, axis=0)
+    V = xi * xi if loss == "squared_hinge" else xi
+    J = np.mean(V, axis=0) if weights is None else np.einsum("ij,ij->j", weights, V)
     J = J + gamma_A * np.einsum("ij,ij->j", W, W)
     if gamma_I > 0:
         J = J + gamma_I * scale * np.einsum("ij,ij->j", F, LF)
@@ -73,7 +77,8 @@ def lapsvm_objective(X, targets, labeled_rows, laplacian_matvec, coef, intercept
     return _objective(Y, F[rows], W, F, LF, gamma_A, gamma_I, scale, loss)
 
 
-def squared_hinge_line_search(y, o, o_bar, reg_slope, reg_curvature, n_labeled):
+def squared_hinge_line_search(y, o, o_bar, reg_slope, reg_curvature, n_labeled,
+                              weights=None):
     """Exact minimiser over δ ≥ 0 of the 1-D finite Newton objective.
 
     Along ``o + δ (o_bar − o)`` (the labeled outputs moving towards the Newton
@@ -97,6 +102,9 @@ def squared_hinge_line_search(y, o, o_bar, reg_slope, reg_curvature, n_labeled):
         Linear and quadratic coefficients of the regularisers along the line.
     n_labeled : int
         ``l`` of the ``1/l`` loss weight.
+    weights : ndarray of shape (l,), optional
+        Per-row loss weights ``ω_i``: the loss term becomes
+        ``(1/l) Σ_i ω_i max(0, 1 − y_i (o_i + δ d_i))²``. None: every ``ω_i = 1``.
 
     Returns
     -------
@@ -106,7 +114,7 @@ def squared_hinge_line_search(y, o, o_bar, reg_slope, reg_curvature, n_labeled):
     d = o_bar - o
     yo, yd = y * o, y * d
     active = yo < 1
-    w = 2.0 / n_labeled
+    w = 2.0 / n_labeled if weights is None else 2.0 / n_labeled * np.asarray(weights)
     # φ′(δ) = g + h δ on the current piece; a row active on it adds w·(d(o − y) + δ d²).
     rows_g, rows_h = w * d * (o - y), w * d * d
     g = reg_slope + rows_g[active].sum()
@@ -175,6 +183,7 @@ def lapsvm_newton(
     cg_max_iter=1000,
     init=None,
     callback=None,
+    row_weights=None,
 ):
     """Minimise the linear LapSVM (squared hinge) objective by finite Newton.
 
@@ -184,12 +193,15 @@ def lapsvm_newton(
         f = X w + b  (all n rows),  s = scale,
 
     the bias unpenalised (linlap uses ``s = 1/trace(L)``). J is convex, piecewise
-    quadratic and C¹.
+    quadratic and C¹. With ``row_weights`` ``ω`` the loss term is the weighted sum
+    ``Σ_r ω_r max(0, 1 − y_r f_{i_r})²`` over the loss rows ``i_r = labeled_rows[r]``
+    instead of the mean (the default is ``ω_r = 1/l``); a row index may then repeat,
+    e.g. an unlabeled row once with target +1 and once with −1.
 
     The L2-SVM modified finite Newton method (Keerthi & DeCoste 2005; docs/design.md):
     (1) active set ``I = {labeled i : y_i f_i < 1}`` per column; (2) the Newton point
     is the LapRLS solution with loss rows ``I`` — normal equations
-    ``A_I z = X̃_Iᵀ y_I`` (:class:`~linlap.operators.NormalOperator` with a per-column
+    ``A_I z = X̃_Iᵀ y_I`` (:class:`~linlap.solvers.normal_operator.NormalOperator` with a per-column
     mask) — by CG warm-started at the current point, all columns in one CG run
     sharing every pass over X and the graph; early steps use a loose tolerance
     (ε = 1e-2) and at most 10 CG iterations, later ones ε = ``tol``; (3) if CG
@@ -239,6 +251,10 @@ def lapsvm_newton(
     callback : callable, optional
         ``callback(step, relative_decrease)`` after each Newton step, with the
         largest relative objective decrease over the columns still running.
+    row_weights : ndarray of shape (l,) or (l, k), optional
+        Loss weight ``ω_r ≥ 0`` of each loss row (per target column when 2-D),
+        replacing ``1/l``; ``labeled_rows`` may then repeat. Rows of weight 0 are
+        never active. None: ``ω_r = 1/l`` (the LapSVM objective above).
 
     Returns
     -------
@@ -251,9 +267,19 @@ def lapsvm_newton(
         total objective after each step.
     """
     Y, rows = check_problem(X, targets, labeled_rows, gamma_A=gamma_A, gamma_I=gamma_I,
-                            scale=scale)
+                            scale=scale, allow_repeats=row_weights is not None)
     if not tol > 0 or max_iter < 1 or cg_max_iter < 1:
         raise ValueError("tol must be > 0, max_iter and cg_max_iter >= 1.")
+    # Internally every row's loss weight is ω_r l (the operator is l-scaled), so the
+    # default ω = 1/l is the all-ones weight, i.e. no weight at all (Wt = None).
+    Wt = None
+    if row_weights is not None:
+        Wt = np.asarray(row_weights, dtype=np.float64)
+        Wt = np.repeat(Wt[:, None], Y.shape[1], axis=1) if Wt.ndim == 1 else Wt
+        if Wt.shape != Y.shape or not np.all(np.isfinite(Wt)) or np.any(Wt < 0):
+            raise ValueError(f"row_weights must be finite, >= 0 and of shape {Y.shape[:1]} or "
+                             f"{Y.shape}, got {np.shape(row_weights)}.")
+        Wt = Wt * Y.shape[0]
     if gamma_A == 0 and gamma_I == 0:
         raise ValueError("gamma_A and gamma_I cannot both be 0.")
     n, d = X.shape
@@ -264,8 +290,18 @@ def lapsvm_newton(
         raise ValueError("laplacian_matvec must be a callable F -> L^p F when gamma_I > 0.")
 
     def operator(mask=None):
+        if Wt is not None and mask is None:  # weighted loss rows (else: mask carries Wt)
+            mask = Wt
         return NormalOperator(X, rows, lap, alpha=gamma_A * l, beta=gamma_I * scale * l,
                               fit_intercept=fit_intercept, mask=mask)
+
+    def active(Yc, Oc, cols):
+        """Active set of the columns ``cols``, and the mask that weights its rows."""
+        act = Yc * Oc < 1
+        if Wt is None:
+            return act, act
+        act &= Wt[:, cols] > 0
+        return act, act * Wt[:, cols]
 
     Z = np.zeros((m, k))
     Z1 = np.zeros((m, k))
@@ -301,7 +337,8 @@ def lapsvm_newton(
     F = operator().decision(Z)
     LF = lap(F) if lap is not None else None
     O = F[rows]
-    J = _objective(Y, O, Z[:d], F, LF, gamma_A, gamma_I, scale)
+    J = _objective(Y, O, Z[:d], F, LF, gamma_A, gamma_I, scale,
+                   weights=None if Wt is None else Wt / l)
     # With balance, z₀ (the unconstrained solution for the active set) is warm-started
     # from its previous value: the current point solves the constrained system, not
     # A z₀ = rhs. Without balance the current point is the warm start (SVMlin).
@@ -316,10 +353,10 @@ def lapsvm_newton(
     for n_iter in range(1, max_iter + 1):
         cols = np.flatnonzero(running)
         Yc, Oc = Y[:, cols], O[:, cols]
-        act = Yc * Oc < 1
+        act, actw = active(Yc, Oc, cols)
         # with balance, column j + |cols| (the constraint column z₁ of class j) shares
         # class j's active set
-        op = operator(mask=act if balance is None else np.hstack([act, act]))
+        op = operator(mask=actw if balance is None else np.hstack([actw, actw]))
         slack = tol if tight else max(LOOSE_TOL, tol)
         cg = dict(tol=tol, max_iter=cg_max_iter) if tight else \
             dict(tol=slack, max_iter=min(LOOSE_CG_ITER, cg_max_iter))
@@ -347,12 +384,14 @@ def lapsvm_newton(
         for jj, j in enumerate(cols):
             yo_bar = Yc[:, jj] * Obar[:, jj]
             a = act[:, jj]
-            accept = cg_ok and np.all(yo_bar[a] <= 1 + slack) and np.all(yo_bar[~a] >= 1 - slack)
+            off = ~a if Wt is None else ~a & (Wt[:, j] > 0)
+            accept = cg_ok and np.all(yo_bar[a] <= 1 + slack) and np.all(yo_bar[off] >= 1 - slack)
             if accept and not tight:
                 tighten = True  # looks optimal at the loose tolerance: redo tightly
                 continue
             delta = 1.0 if accept else squared_hinge_line_search(
-                Yc[:, jj], Oc[:, jj], Obar[:, jj], slope[jj], curv[jj], l)
+                Yc[:, jj], Oc[:, jj], Obar[:, jj], slope[jj], curv[jj], l,
+                None if Wt is None else Wt[:, j])
             Z[:, j] += delta * dZ[:, jj]
             F[:, j] += delta * dF[:, jj]
             O[:, j] = F[rows, j]
@@ -361,10 +400,12 @@ def lapsvm_newton(
             J_old = J[j]
             J[j] = _objective(Y[:, [j]], O[:, [j]], Z[:d, [j]], F[:, [j]],
                               None if lap is None else LF[:, [j]],
-                              gamma_A, gamma_I, scale)[0]
+                              gamma_A, gamma_I, scale,
+                              weights=None if Wt is None else Wt[:, [j]] / l)[0]
             decrease = (J_old - J[j]) / max(abs(J_old), np.finfo(float).tiny)
             worst = max(worst, decrease)
-            stalled = decrease < tol and np.array_equal(Y[:, j] * O[:, j] < 1, a)
+            stalled = decrease < tol and np.array_equal(active(Y[:, [j]], O[:, [j]], [j])[0][:, 0],
+                                                        a)
             if accept or (stalled and tight):
                 running[j] = False
                 cg_failed[j] = not cg_ok
@@ -392,7 +433,7 @@ def lapsvm_newton(
         )
 
     # Final decision values and the relative gradient norm (one more shared matvec).
-    op = operator(mask=Y * O < 1)
+    op = operator(mask=active(Y, O, np.arange(k))[1])
     F = op.decision(Z)
     grad = op.apply_to_decision(F, Z) - op.rhs(Y)  # = (l/2) ∇J
     g0 = np.linalg.norm(operator().rhs(Y), axis=0)  # (l/2) ‖∇J(0)‖: every row active at 0

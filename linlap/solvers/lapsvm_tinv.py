@@ -264,11 +264,11 @@ def lapsvm_tinv(
         f = X w + b  (all n rows),  s = scale,
 
     bias unpenalised, with ``V(y, f) = max(0, 1 − y f)²`` (``loss='squared_hinge'``,
-    the same objective and minimiser as :func:`~linlap.solvers.newton.lapsvm_newton`)
+    the same objective and minimiser as :func:`~linlap.solvers.lapsvm_newton.lapsvm_newton`)
     or ``V(y, f) = max(0, 1 − y f)`` (``loss='hinge'``).
 
     The regulariser is ``γ_A`` times a quadratic form in ``(w, b)``; after the
-    change of variables described in :mod:`linlap.solvers.tinv` (Cholesky of
+    change of variables described in :mod:`linlap.solvers.lapsvm_tinv` (Cholesky of
     ``T₀² = I + (γ_I s/γ_A) XᵀL^pX``, bias decoupled by its Schur complement) the
     problem becomes, exactly,
 

@@ -75,7 +75,8 @@ class NormalOperator:
         All training rows (labeled and unlabeled). A float32 CSR matrix is used
         as is (see the module docstring for what is kept in which precision).
     rows : ndarray of int
-        Rows that carry the squared loss (labeled rows, or the active set).
+        Rows that carry the squared loss (labeled rows, or the active set). A row
+        may repeat (each occurrence adds its own, mask-weighted, loss term).
     laplacian_matvec : callable or None
         ``laplacian_matvec(F)`` returns ``L^p F`` for F of shape (n, k); if it
         accepts ``out=`` (and ``work=``, a float64 scratch of ``F.size``
@@ -88,8 +89,9 @@ class NormalOperator:
     fit_intercept : bool
         Whether ``z`` carries a bias as its last entry.
     mask : ndarray of shape (len(rows), q), optional
-        Per-column 0/1 weights of the loss rows: the system of mask column ``j``
-        puts its loss on ``rows[mask[:, j] != 0]``. Systems whose loss rows differ
+        Per-column weights ≥ 0 of the loss rows (0/1 for an active set, real for
+        row-weighted losses): the system of mask column ``j`` puts its loss, times
+        ``mask[r, j]``, on ``rows[mask[:, j] != 0]``. Systems whose loss rows differ
         (one finite Newton active set per class) thus share every pass over X and
         the graph; ``matvec(Z, columns)`` says which mask column each column of Z
         uses.
@@ -306,4 +308,10 @@ class NormalOperator:
         w = self.loss_weights(T.shape[1], columns)
         if w is not None:
             T = T * w
+        if 2 * self.rows.size > self.X.shape[0]:
+            # many (or repeated) rows: sum the targets per row, do not copy most of X
+            U = np.empty((self.X.shape[0], T.shape[1]))
+            for j in range(T.shape[1]):
+                U[:, j] = np.bincount(self.rows, weights=T[:, j], minlength=U.shape[0])
+            return augmented_rows_T(self.X, U, self.fit_intercept)
         return augmented_rows_T(self.X[self.rows], T, self.fit_intercept)

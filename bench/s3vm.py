@@ -1,0 +1,285 @@
+"""Laplacian S³VM (graph + low-density separation) against LapSVM, the graph-free S³VM
+(deterministic annealing and multi-switch TSVM) and LinearSVC on binary text.
+
+    python bench/s3vm.py [--data-dir DIR] [--draws 10] [--sets pcmac,graphics-windows,...]
+    python bench/s3vm.py --select [--draws 10]
+    python bench/s3vm.py --multiclass --data-dir DIR [--draws 3]
+    python bench/s3vm.py --memory 100000
+
+Sets: ``pcmac`` (bundled) and the 20 Newsgroups pairs ``graphics-windows``
+(comp.graphics vs comp.windows.x), ``autos-motorcycles`` (rec.autos vs rec.motorcycles),
+``med-space`` (sci.med vs sci.space), from ``20news-bydate.tar.gz`` in the data folder
+(``--data-dir``, default the environment variable LINLAP_DATA). 50 labels per draw
+drawn from the training split; test split held out. Every method sees the same TF-IDF
+(``linlap.text.make_vectorizer`` fitted on the training split) and labels; the graph
+methods share one ``KNNGraph`` per set (its build time is printed once and is not in
+the fit times). Times are per-draw ratios to the LapSVM fit of the same draw, in the
+same process, after one untimed warm-up fit of every method.
+
+``--select`` chooses the S³VM weights without test labels: PCMAC's training split is
+cut 70/30 (stratified, seed 0); the models are fitted on the 70 % (50 labels per draw)
+and scored on the 30 %; the smallest mean validation error of each family is
+reported. The package default of ``LapS3VMClassifier`` and the ``PLAIN`` setting of
+the γ_I = 0 rows below are those choices.
+"""
+
+import argparse
+import itertools
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+from sklearn.svm import LinearSVC
+
+from linlap import KNNGraph, LapS3VMClassifier, LapSVMClassifier
+from linlap.datasets import load_20newsgroups, load_pcmac, mask_labels
+from linlap.text import make_vectorizer
+
+PAIRS = {
+    "graphics-windows": ["comp.graphics", "comp.windows.x"],
+    "autos-motorcycles": ["rec.autos", "rec.motorcycles"],
+    "med-space": ["sci.med", "sci.space"],
+}
+N_LABELS = 50
+#: γ_A, γ_U of the graph-free S³VM rows (chosen by --select, γ_I = 0 family).
+PLAIN = dict(gamma_A=1e-3, gamma_U=1.0)
+
+
+def data_dir(arg):
+    d = arg or os.environ.get("LINLAP_DATA")
+    if not d:
+        sys.exit("error: the 20 Newsgroups sets need the data folder holding "
+                 "20news-bydate.tar.gz: pass --data-dir or set LINLAP_DATA.")
+    return Path(d)
+
+
+def load(name, ddir):
+    if name == "pcmac":
+        return load_pcmac("train"), load_pcmac("test")
+    if name not in PAIRS:
+        sys.exit(f"error: unknown set {name!r}; choose from pcmac, {', '.join(PAIRS)}.")
+    path = data_dir(ddir) / "20news-bydate.tar.gz"
+    return (load_20newsgroups(path, "train", categories=PAIRS[name]),
+            load_20newsgroups(path, "test", categories=PAIRS[name]))
+
+
+def methods(graph, uniform=False, sweep=False):
+    if sweep:  # diagnostic: the γ_I of the combined model, on test labels
+        return [("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph))] + [
+            (f"LapS3VM γ_I={gI:g}, prior {pr}",
+             lambda gI=gI, pr=pr: LapS3VMClassifier(gamma_I=gI, graph=graph, class_prior=pr))
+            for pr in ("labeled", (0.5, 0.5)) for gI in (0.0, 0.1, 1.0, 10.0, 100.0)]
+    out = [
+        ("LinearSVC (labels only)", None),
+        ("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph)),
+        ("S³VM γ_I=0, annealing", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN)),
+        ("S³VM γ_I=0, switching", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph,
+                                                             solver="switching", **PLAIN)),
+        ("LapS3VMClassifier (defaults: annealing)",
+         lambda: LapS3VMClassifier(graph=graph)),
+        ("LapS3VMClassifier(solver='switching')",
+         lambda: LapS3VMClassifier(graph=graph, solver="switching")),
+    ]
+    if uniform:
+        bal = dict(class_prior=[0.5, 0.5])
+        out += [
+            ("S³VM γ_I=0, annealing, class_prior=[.5, .5]",
+             lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **bal)),
+            ("LapS3VMClassifier(class_prior=[.5, .5])",
+             lambda: LapS3VMClassifier(graph=graph, **bal)),
+        ]
+    return out
+
+
+def fit(make, X, ys):
+    if make is None:
+        lab = ys != -1
+        return LinearSVC().fit(X[lab], ys[lab])
+    return make().fit(X, ys)
+
+
+def run_set(name, draws, ddir, uniform, sweep=False):
+    train, test = load(name, ddir)
+    vec = make_vectorizer()
+    X, Xt = vec.fit_transform(train.data), vec.transform(test.data)
+    y, yt = train.target, test.target
+    t = time.perf_counter()
+    graph = KNNGraph(random_state=0).fit(X)
+    t_graph = time.perf_counter() - t
+    print(f"\n### {name}: {X.shape[0]} training docs ({N_LABELS} labeled), {Xt.shape[0]} test, "
+          f"{X.shape[1]} terms, {draws} draws\n")
+    print(f"graph ({graph.n_neighbors}-NN, {graph.algorithm_}) {t_graph:.1f} s, shared, not "
+          f"in the fit times\n")
+    ms = methods(graph, uniform, sweep)
+    warm = mask_labels(y, N_LABELS, random_state=10**6)
+    for _, make in ms:  # JIT warm-up, untimed
+        fit(make, X, warm)
+    errs = {m: [] for m, _ in ms}
+    times = {m: [] for m, _ in ms}
+    for seed in range(draws):
+        ys = mask_labels(y, N_LABELS, random_state=seed)
+        for label, make in ms:
+            t = time.perf_counter()
+            model = fit(make, X, ys)
+            times[label].append(time.perf_counter() - t)
+            errs[label].append(100 * np.mean(model.predict(Xt) != yt))
+    base = np.array(times["LapSVMClassifier (defaults)"])
+    print("| method | test error % (mean ± std) | fit time s | × LapSVM fit (mean, max) |")
+    print("|---|---|---|---|")
+    out = {}
+    for label, _ in ms:
+        e, tm = np.array(errs[label]), np.array(times[label])
+        ratio = tm / base
+        out[label] = (e.mean(), ratio.mean())
+        print(f"| {label} | {e.mean():.1f} ± {e.std():.1f} | {tm.mean():.2f} | "
+              f"{ratio.mean():.1f}, {ratio.max():.1f} |", flush=True)
+    return out
+
+
+def multiclass(draws, ddir):
+    """20 Newsgroups, 20 classes, 5 labels per class (one-vs-rest, shared graph)."""
+    path = data_dir(ddir) / "20news-bydate.tar.gz"
+    train, test = load_20newsgroups(path, "train"), load_20newsgroups(path, "test")
+    vec = make_vectorizer()
+    X, Xt = vec.fit_transform(train.data), vec.transform(test.data)
+    y, yt = train.target, test.target
+    t = time.perf_counter()
+    graph = KNNGraph(random_state=0).fit(X)
+    print(f"\n### 20 Newsgroups, 20 classes, 5 labels per class, {draws} draws\n\n"
+          f"{X.shape[0]} training docs, {Xt.shape[0]} test, {X.shape[1]} terms; graph "
+          f"{time.perf_counter() - t:.1f} s (shared, not in the fit times)\n")
+    ms = [("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph)),
+          ("S³VM γ_I=0, annealing", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph,
+                                                             **PLAIN)),
+          ("LapS3VMClassifier (defaults: annealing)", lambda: LapS3VMClassifier(graph=graph))]
+    small = KNNGraph(random_state=0).fit(X[:1000])  # JIT warm-up on 1,000 rows, untimed
+    warm = mask_labels(y[:1000], 40, random_state=0)
+    for est in (LapSVMClassifier(graph=small), LapS3VMClassifier(graph=small)):
+        est.fit(X[:1000], warm)
+    print("| method | test error % (mean ± std) | fit time s | × LapSVM fit (mean, max) |")
+    print("|---|---|---|---|")
+    errs = {m: [] for m, _ in ms}
+    times = {m: [] for m, _ in ms}
+    for seed in range(draws):
+        ys = mask_labels(y, 5, per_class=True, random_state=seed)
+        for label, make in ms:
+            t = time.perf_counter()
+            model = make().fit(X, ys)
+            times[label].append(time.perf_counter() - t)
+            errs[label].append(100 * np.mean(model.predict(Xt) != yt))
+    base = np.array(times["LapSVMClassifier (defaults)"])
+    for label, _ in ms:
+        e, tm = np.array(errs[label]), np.array(times[label])
+        print(f"| {label} | {e.mean():.1f} ± {e.std():.1f} | {tm.mean():.1f} | "
+              f"{(tm / base).mean():.1f}, {(tm / base).max():.1f} |", flush=True)
+
+
+def memory(n):
+    """Traced peak of one LapSVM and one LapS3VM fit on a synthetic corpus of n rows."""
+    import tracemalloc
+
+    from linlap.datasets import make_text_corpus
+
+    X, y = make_text_corpus(n, random_state=0)
+    t = time.perf_counter()
+    graph = KNNGraph(n_neighbors=10, random_state=0).fit(X)
+    xb = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 1e6
+    print(f"\nmake_text_corpus({n}): {X.shape[1]} features, X {xb:.0f} MB; 10-NN graph "
+          f"{time.perf_counter() - t:.0f} s; 1,000 labels\n")
+    ys = mask_labels(y, 1000, random_state=0)
+    print("| fit | time s | traced peak MB (numpy allocations during fit) |")
+    print("|---|---|---|")
+    for _ in range(2):  # the first round includes JIT compilation
+        for est in (LapSVMClassifier(graph=graph), LapS3VMClassifier(graph=graph)):
+            tracemalloc.start()
+            t = time.perf_counter()
+            est.fit(X, ys)
+            t = time.perf_counter() - t
+            peak = tracemalloc.get_traced_memory()[1] / 1e6
+            tracemalloc.stop()
+            print(f"| {type(est).__name__} | {t:.1f} | {peak:.1f} |", flush=True)
+
+
+def select(draws):
+    """Validation grid on PCMAC's training split (no test labels)."""
+    tr = load_pcmac("train")
+    data, y = np.array(tr.data, dtype=object), tr.target
+    itr, iva = train_test_split(np.arange(y.size), test_size=0.3, random_state=0, stratify=y)
+    vec = make_vectorizer()
+    X, Xv = vec.fit_transform(data[itr]), vec.transform(data[iva])
+    y, yv = y[itr], y[iva]
+    graph = KNNGraph(random_state=0).fit(X)
+    print(f"\nPCMAC training split cut 70/30: fit on {X.shape[0]} docs ({N_LABELS} labeled), "
+          f"validate on {Xv.shape[0]}; {draws} draws; solver='annealing', "
+          f"class_prior='labeled'\n")
+    print("| γ_A | γ_I | γ_U | validation error % |")
+    print("|---|---|---|---|")
+    best = {}
+    for gA, gI, gU in itertools.product([1e-4, 1e-3, 1e-2], [0.0, 1.0, 10.0, 100.0],
+                                        [0.0, 0.1, 1.0, 10.0]):
+        if gI == 0 and gU == 0:
+            continue
+        errs = []
+        for seed in range(draws):
+            ys = mask_labels(y, N_LABELS, random_state=seed)
+            m = LapS3VMClassifier(gamma_A=gA, gamma_I=gI, gamma_U=gU, graph=graph).fit(X, ys)
+            errs.append(100 * np.mean(m.predict(Xv) != yv))
+        e = float(np.mean(errs))
+        fam = "LapSVM (γ_U=0)" if gU == 0 else ("S³VM (γ_I=0)" if gI == 0 else "combined")
+        if fam not in best or e < best[fam][0]:
+            best[fam] = (e, gA, gI, gU)
+        print(f"| {gA:g} | {gI:g} | {gU:g} | {e:.1f} |", flush=True)
+    print("\nbest per family (mean validation error %, γ_A, γ_I, γ_U):")
+    for fam, b in best.items():
+        print(f"- {fam}: {b[0]:.1f} at γ_A={b[1]:g}, γ_I={b[2]:g}, γ_U={b[3]:g}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", default=None,
+                    help="folder holding 20news-bydate.tar.gz (default: $LINLAP_DATA)")
+    ap.add_argument("--draws", type=int, default=10)
+    ap.add_argument("--sets", default="pcmac," + ",".join(PAIRS))
+    ap.add_argument("--select", action="store_true",
+                    help="run the PCMAC train/validation grid instead")
+    ap.add_argument("--uniform-prior", action="store_true",
+                    help="also run the S³VMs with class_prior=[0.5, 0.5]")
+    ap.add_argument("--multiclass", action="store_true",
+                    help="run the 20-class 20 Newsgroups protocol (5 labels per class) instead")
+    ap.add_argument("--memory", type=int, default=None, metavar="N",
+                    help="traced fit memory of LapSVM and LapS3VM on N synthetic rows instead")
+    ap.add_argument("--gamma-I-sweep", action="store_true",
+                    help="diagnostic: LapS3VMClassifier test error against γ_I (test labels: "
+                         "not a way to choose γ_I)")
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    if args.select:
+        select(args.draws)
+        return
+    if args.memory:
+        memory(args.memory)
+        return
+    if args.multiclass:
+        multiclass(args.draws, args.data_dir)
+        return
+    sets = args.sets.split(",")
+    if any(s != "pcmac" for s in sets):
+        data_dir(args.data_dir)  # fail early with the message
+    results = {s: run_set(s, args.draws, args.data_dir, args.uniform_prior, args.gamma_I_sweep)
+               for s in sets}
+    labels = list(next(iter(results.values())))
+    print(f"\n### Mean over the {len(sets)} binary sets\n")
+    print("| method | mean test error % | mean × LapSVM fit |")
+    print("|---|---|---|")
+    for label in labels:
+        e = np.mean([results[s][label][0] for s in sets])
+        r = np.mean([results[s][label][1] for s in sets])
+        print(f"| {label} | {e:.1f} | {r:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

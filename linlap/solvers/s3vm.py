@@ -1,0 +1,540 @@
+"""Laplacian S³VM: manifold regularisation plus low-density separation.
+
+The linear model ``f = X w + b`` minimises, for each ±1 target column (one per
+one-vs-rest class),
+
+    J(w, b) = (1/l) Σ_{i labeled} V(y_i f_i) + γ_A ‖w‖² + γ_I s fᵀ L^p f
+              + (γ_U/u) Σ_{j unlabeled} [p_j V(f_j) + (1 − p_j) V(−f_j)],
+
+``V(t) = max(0, 1 − t)²`` the squared hinge, ``s`` the graph scale, over ``w, b``
+and the unlabeled labels ``p_j ∈ {0, 1}`` (1: row j is positive) subject to the
+class balance ``(1/u) Σ_j p_j = π`` (π the wanted positive proportion). Two
+solvers, both built on the row-weighted finite Newton LapSVM
+(:func:`linlap.solvers.lapsvm_newton.lapsvm_newton` with ``row_weights``):
+
+- :func:`s3vm_annealing` — deterministic annealing (Sindhwani & Keerthi, SIGIR
+  2006): relax ``p_j`` to ``[0, 1]``, add the entropy term
+  ``(T/u) Σ_j [p_j log p_j + (1 − p_j) log(1 − p_j)]`` and follow the minimiser as
+  the temperature T decreases;
+- :func:`s3vm_switching` — transductive SVM by multi-switch label swapping (hard
+  labels, γ_U raised gradually).
+
+With ``γ_I = 0`` they are the linear S³VMs of SVMlin (DA and TSVM); with
+``γ_U = 0`` both return the LapSVM minimiser.
+"""
+
+import warnings
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import expit
+from sklearn.exceptions import ConvergenceWarning
+
+from ._problem import LinearSolution, check_problem
+from .lapsvm_newton import lapsvm_newton
+
+__all__ = ["s3vm_annealing", "s3vm_switching", "s3vm_objective", "s3vm_problem",
+           "balanced_soft_labels"]
+
+
+def _sq_hinge(t):
+    xi = np.maximum(0.0, 1.0 - t)
+    return xi * xi
+
+
+def _check_fraction(positive_fraction, k):
+    r = np.broadcast_to(np.asarray(positive_fraction, dtype=np.float64), (k,)).copy()
+    if not np.all((r > 0) & (r < 1)):
+        raise ValueError(f"positive_fraction must lie strictly between 0 and 1 (one per "
+                         f"target column), got {positive_fraction!r}.")
+    return r
+
+
+def _check_unlabeled(n, labeled_rows, unlabeled_rows):
+    U = np.asarray(unlabeled_rows)
+    if U.ndim != 1 or U.size == 0 or not np.issubdtype(U.dtype, np.integer):
+        raise ValueError("unlabeled_rows must be a non-empty 1-D array of row indices.")
+    U = U.astype(np.intp)
+    if U.min() < 0 or U.max() >= n or np.unique(U).size != U.size:
+        raise ValueError(f"unlabeled_rows must be distinct indices in [0, {n}).")
+    if np.intersect1d(U, labeled_rows).size:
+        raise ValueError("unlabeled_rows and labeled_rows must not overlap.")
+    return U
+
+
+def balanced_soft_labels(G, temperature, positive_fraction):
+    """The label probabilities minimising the annealed objective for fixed f.
+
+    Per column, minimises ``Σ_j p_j g_j + T Σ_j [p_j log p_j + (1 − p_j) log(1 − p_j)]``
+    subject to ``(1/u) Σ_j p_j = π``: ``p_j = 1 / (1 + exp((g_j − ν)/T))`` with ν the
+    root of the (increasing, 1-D) balance equation, found by Brent's method. At
+    ``T = 0`` the minimiser of the linear program: ``p_j = 1`` on the ``⌊π u⌋`` rows of
+    smallest ``g_j``, one fractional entry for the remainder, 0 elsewhere.
+
+    Parameters
+    ----------
+    G : ndarray of shape (u, k)
+        ``g_j = γ_U (V(f_j) − V(−f_j))``: the cost of labelling row j positive rather
+        than negative.
+    temperature : float
+        ``T ≥ 0``.
+    positive_fraction : float or ndarray of shape (k,)
+        π per column, in (0, 1).
+
+    Returns
+    -------
+    P : ndarray of shape (u, k)
+    """
+    G = np.asarray(G, dtype=np.float64)
+    u, k = G.shape
+    r = _check_fraction(positive_fraction, k)
+    P = np.empty_like(G)
+    for j in range(k):
+        g = G[:, j]
+        if temperature <= 0:
+            order = np.argsort(g, kind="stable")
+            R = r[j] * u
+            m = int(np.floor(R))
+            p = np.zeros(u)
+            p[order[:m]] = 1.0
+            if m < u:
+                p[order[m]] = R - m
+            P[:, j] = p
+            continue
+        T = float(temperature)
+
+        def excess(nu, g=g, rj=r[j], T=T):
+            return expit((nu - g) / T).mean() - rj
+
+        lo, hi = g.min() - 50 * T, g.max() + 50 * T
+        nu = brentq(excess, lo, hi, xtol=1e-14 * max(1.0, np.abs(g).max()), rtol=1e-15,
+                    maxiter=500)
+        P[:, j] = expit((nu - g) / T)
+    return P
+
+
+def s3vm_problem(labeled_rows, targets, unlabeled_rows, P, gamma_U):
+    """Loss rows, targets and weights of the weighted LapSVM for fixed labels ``P``.
+
+    The S³VM objective for fixed ``P`` is a squared-hinge LapSVM whose loss rows are
+    the labeled rows (weight ``1/l``) and every unlabeled row twice: target +1 with
+    weight ``γ_U p_j / u`` and target −1 with weight ``γ_U (1 − p_j) / u`` (per
+    column). Copies whose weight is 0 in every column are left out (hard labels
+    thus give each unlabeled row once).
+
+    Returns
+    -------
+    rows : ndarray of int, shape (m,)
+    T : ndarray of shape (m, k), ±1
+    W : ndarray of shape (m, k), ≥ 0
+    """
+    Y = np.asarray(targets, dtype=np.float64)
+    Y = Y[:, None] if Y.ndim == 1 else Y
+    l, k = Y.shape
+    U = np.asarray(unlabeled_rows, dtype=np.intp)
+    u = U.size
+    P = np.asarray(P, dtype=np.float64).reshape(u, k)
+    rows = np.concatenate([labeled_rows, U, U])
+    T = np.vstack([Y, np.ones((u, k)), -np.ones((u, k))])
+    W = np.vstack([np.full((l, k), 1.0 / l), gamma_U / u * P, gamma_U / u * (1.0 - P)])
+    keep = np.ones(rows.size, dtype=bool)
+    keep[l:] = np.any(W[l:] > 0, axis=1)
+    return rows[keep], T[keep], W[keep]
+
+
+def s3vm_objective(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, coef,
+                   intercept, *, gamma_A, gamma_I, gamma_U, scale, positive_fraction=None,
+                   P=None):
+    """Evaluate the S³VM objective of the module docstring.
+
+    With ``P`` (shape (u, k), entries in [0, 1]) the objective at those labels (no
+    entropy term); otherwise its minimum over the balanced labels,
+    ``min {J(w, b, p) : p ∈ [0, 1]^u, (1/u) Σ p_j = π}`` — the objective of ``(w, b)``
+    alone, reached at hard labels (:func:`balanced_soft_labels` at ``T = 0``).
+
+    Returns
+    -------
+    J : ndarray of shape (k,)
+    """
+    Y, rows = check_problem(X, targets, labeled_rows, gamma_A=gamma_A, gamma_I=gamma_I,
+                            scale=scale)
+    U = _check_unlabeled(X.shape[0], rows, unlabeled_rows)
+    Wc = np.atleast_2d(np.asarray(coef, dtype=np.float64)).T
+    F = np.asarray(X @ Wc) + np.atleast_1d(np.asarray(intercept, dtype=np.float64))
+    k = Y.shape[1]
+    J = _sq_hinge(Y * F[rows]).mean(axis=0) + gamma_A * np.einsum("ij,ij->j", Wc, Wc)
+    if gamma_I > 0:
+        J = J + gamma_I * scale * np.einsum("ij,ij->j", F, laplacian_matvec(F))
+    FU = F[U]
+    if P is None:
+        if positive_fraction is None:
+            raise ValueError("s3vm_objective needs P or positive_fraction.")
+        P = balanced_soft_labels(gamma_U * (_sq_hinge(FU) - _sq_hinge(-FU)), 0.0,
+                                 _check_fraction(positive_fraction, k))
+    P = np.asarray(P, dtype=np.float64).reshape(U.size, k)
+    J = J + gamma_U * np.mean(P * _sq_hinge(FU) + (1 - P) * _sq_hinge(-FU), axis=0)
+    return J
+
+
+def _mean_entropy(P):
+    """Mean binary entropy of P per column, in units of log 2 (1: every p_j = ½)."""
+    Q = np.clip(P, 1e-300, 1.0)
+    R = np.clip(1.0 - P, 1e-300, 1.0)
+    return -np.mean(P * np.log(Q) + (1 - P) * np.log(R), axis=0) / np.log(2.0)
+
+
+def _mean_kl(P, Q):
+    """Mean binary KL divergence KL(P ‖ Q) per column (probabilities clipped at 1e-12)."""
+    P = np.clip(P, 1e-12, 1 - 1e-12)
+    Q = np.clip(Q, 1e-12, 1 - 1e-12)
+    return np.mean(P * np.log(P / Q) + (1 - P) * np.log((1 - P) / (1 - Q)), axis=0)
+
+
+class _Solver:
+    """The shared pieces: the start (LapSVM on the labeled rows) and weighted solves."""
+
+    def __init__(self, X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, gamma_A,
+                 gamma_I, gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter,
+                 cg_max_iter, balance="labels"):
+        Y, rows = check_problem(X, targets, labeled_rows, gamma_A=gamma_A, gamma_I=gamma_I,
+                                scale=scale)
+        if not (np.isfinite(gamma_U) and gamma_U >= 0):
+            raise ValueError(f"gamma_U must be a finite number >= 0, got {gamma_U!r}.")
+        self.U = _check_unlabeled(X.shape[0], rows, unlabeled_rows)
+        self.Y, self.rows = Y, rows
+        self.k = Y.shape[1]
+        self.r = _check_fraction(positive_fraction, self.k)
+        self.X, self.lap = X, laplacian_matvec
+        self.kw = dict(gamma_A=gamma_A, gamma_I=gamma_I, scale=scale,
+                       fit_intercept=fit_intercept, max_iter=max_iter, cg_max_iter=cg_max_iter)
+        self.gamma_U, self.tol = gamma_U, tol
+        if balance not in ("labels", "mean"):
+            raise ValueError(f"balance must be 'labels' or 'mean', got {balance!r}.")
+        # 'mean': pin the mean decision value over U to 2π − 1 (the LapSVM class_prior
+        # constraint) instead of the labels' proportion
+        self.mean = None if balance == "labels" else 2.0 * self.r - 1.0
+        self.n_solves = self.newton_steps = self.cg_iter = 0
+        self.warned = False
+
+    def solve(self, P=None, init=None, tol=None):
+        """LapSVM on the labeled rows (P None) or the weighted problem for labels P."""
+        tol = self.tol if tol is None else tol
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            bal = {} if self.mean is None else dict(balance=self.mean, unlabeled_rows=self.U)
+            if P is None:
+                sol = lapsvm_newton(self.X, self.Y, self.rows, self.lap, tol=tol, init=init,
+                                    **bal, **self.kw)
+            else:
+                rows, T, W = s3vm_problem(self.rows, self.Y, self.U, P, self.gamma_U)
+                sol = lapsvm_newton(self.X, T, rows, self.lap, tol=tol, init=init,
+                                    row_weights=W, **bal, **self.kw)
+        self.warned |= any(issubclass(w.category, ConvergenceWarning) for w in caught)
+        self.n_solves += 1
+        self.newton_steps += sol.n_iter
+        self.cg_iter += sol.state.get("cg_iter", 0)
+        return sol
+
+    def costs(self, FU):
+        return self.gamma_U * (_sq_hinge(FU) - _sq_hinge(-FU))
+
+    def labels(self, FU, T):
+        """The labels minimising the objective at temperature T for fixed f."""
+        G = self.costs(FU)
+        if self.mean is None:
+            return balanced_soft_labels(G, T, self.r)
+        if T > 0:
+            return expit(-G / T)
+        return (G < 0) + 0.5 * (G == 0)
+
+    def finish(self, sol, P, n_iter, history, extra, name):
+        if self.warned:
+            warnings.warn(f"{name}: some inner finite Newton solves stopped before converging; "
+                          f"increase max_iter or cg_max_iter.", ConvergenceWarning, stacklevel=3)
+        state = {"P": P, "n_solves": self.n_solves, "newton_steps": self.newton_steps,
+                 "cg_iter": self.cg_iter, **extra}
+        return LinearSolution(sol.coef, sol.intercept, sol.decision, n_iter, sol.residual,
+                              sol.converged and not self.warned, state, history)
+
+
+def s3vm_annealing(
+    X,
+    targets,
+    labeled_rows,
+    unlabeled_rows,
+    laplacian_matvec,
+    *,
+    gamma_A,
+    gamma_I,
+    gamma_U,
+    scale,
+    positive_fraction,
+    fit_intercept=True,
+    temperature=10.0,
+    annealing_rate=1.5,
+    entropy_tol=1e-3,
+    kl_tol=1e-3,
+    max_outer=30,
+    max_inner=10,
+    balance="labels",
+    tol=1e-4,
+    inner_tol=1e-2,
+    max_iter=50,
+    cg_max_iter=1000,
+    init=None,
+    callback=None,
+):
+    """Laplacian S³VM by deterministic annealing (Sindhwani & Keerthi, SIGIR 2006).
+
+    Minimises, for each ±1 column of ``targets``, the annealed objective
+
+        J_T(w, b, p) = (1/l) Σ_{i labeled} V(y_i f_i) + γ_A ‖w‖² + γ_I s fᵀ L^p f
+                       + (γ_U/u) Σ_j [p_j V(f_j) + (1 − p_j) V(−f_j)]
+                       + (T/u) Σ_j [p_j log p_j + (1 − p_j) log(1 − p_j)],
+
+    ``V(t) = max(0, 1 − t)²``, ``f = X w + b``, over ``w, b`` and ``p ∈ [0, 1]^u`` with
+    ``(1/u) Σ_j p_j = π``, while T decreases; as ``T → 0`` ``p`` becomes hard and
+    ``J_T`` the S³VM objective (:func:`s3vm_objective`).
+
+    Algorithm: start from the LapSVM on the labeled rows alone (``init`` warm-starts
+    it); ``T = temperature``. At each T alternate (i) ``p`` for fixed ``f`` in closed
+    form (:func:`balanced_soft_labels` with ``g_j = γ_U (V(f_j) − V(−f_j))``) and
+    (ii) ``f`` for fixed ``p``: the row-weighted squared-hinge LapSVM of
+    :func:`s3vm_problem` by finite Newton, warm-started from the last ``f``. The
+    alternation at one T stops when the new ``p`` is within ``kl_tol`` (mean binary
+    KL divergence, largest over columns) of the ``p`` the current ``f`` was solved
+    for — then no solve is done — or after ``max_inner`` solves. Then, unless the
+    mean entropy of ``p`` (in units of log 2, largest over columns) is below
+    ``entropy_tol``, ``T`` is divided by ``annealing_rate``; at most ``max_outer``
+    temperatures. The solves while annealing stop at the loose tolerance
+    ``max(tol, inner_tol)``. Finally ``T = 0``: the hard balanced labels of ``f`` and
+    ``f`` solved for them at ``tol``, alternately, until the labels repeat (at least
+    one, at most ``max_inner`` solves). All target columns share every solve (one
+    batched finite Newton run).
+
+    Parameters
+    ----------
+    X : sparse matrix (CSR) or ndarray of shape (n, d)
+    targets : ndarray of shape (l,) or (l, k)
+        ±1 targets of the labeled rows.
+    labeled_rows, unlabeled_rows : ndarray of int
+        Disjoint row indices.
+    laplacian_matvec : callable or None
+        ``F ↦ L^p F``; may be None when ``gamma_I == 0``.
+    gamma_A, gamma_I, gamma_U : float
+        Weights of ``‖w‖²``, the graph term and the unlabeled loss (≥ 0).
+    scale : float
+        ``s``, the normalisation of the graph term.
+    positive_fraction : float or ndarray of shape (k,)
+        π per column, in (0, 1).
+    fit_intercept : bool, default=True
+    temperature, annealing_rate : float, default=10, 1.5
+        Initial T and its divisor per outer step.
+    entropy_tol, kl_tol : float, default=1e-3
+        The stopping rules above.
+    max_outer, max_inner : int
+    balance : {'labels', 'mean'}, default='labels'
+        'labels': the constraint ``(1/u) Σ_j p_j = π`` on the labels (above).
+        'mean': instead the mean decision value over the unlabeled rows is pinned to
+        ``2π − 1`` in every solve (the LapSVM ``balance`` constraint) and ``p`` is
+        unconstrained (``ν = 0``).
+    tol, max_iter, cg_max_iter
+        Of each finite Newton solve (:func:`~linlap.solvers.lapsvm_newton.lapsvm_newton`).
+    inner_tol : float, default=1e-2
+        Loosest tolerance of the solves while annealing.
+    init : LinearSolution, optional
+        Warm start of the initial LapSVM.
+    callback : callable, optional
+        ``callback(outer_step, temperature)`` after each temperature.
+
+    Returns
+    -------
+    LinearSolution
+        ``n_iter`` is the number of temperatures visited; ``state`` holds ``P`` (the
+        final labels, (u, k)), ``n_solves`` (finite Newton runs, the start included),
+        ``newton_steps``, ``cg_iter``, ``start`` (the LapSVM start as
+        ``(coef, intercept)``) and ``temperatures``; ``history`` the S³VM objective
+        (summed over columns, at the hard labels) after each temperature and after
+        the final ``T = 0`` step.
+    """
+    if not (temperature > 0 and annealing_rate > 1 and entropy_tol > 0 and kl_tol > 0
+            and max_outer >= 1 and max_inner >= 1):
+        raise ValueError("temperature, entropy_tol and kl_tol must be > 0, annealing_rate "
+                         "> 1, max_outer and max_inner >= 1.")
+    S = _Solver(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, gamma_A, gamma_I,
+                gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter,
+                balance)
+    sol = S.solve(init=init)
+    start = (sol.coef.copy(), sol.intercept.copy())
+    if gamma_U == 0:  # the LapSVM minimiser, whatever p
+        P = balanced_soft_labels(np.zeros((S.U.size, S.k)), 0.0, S.r)
+        return S.finish(sol, P, 0, [], {"start": start, "temperatures": []}, "S3VM annealing")
+    T = float(temperature)
+    P_f = None  # the labels the current f was solved for (None: the LapSVM start)
+    history, temps = [], []
+    for outer in range(1, max_outer + 1):
+        for _ in range(max_inner):
+            P = S.labels(sol.decision[S.U], T)
+            if P_f is not None and np.max(_mean_kl(P, P_f)) < kl_tol:
+                break
+            sol = S.solve(P, init=sol, tol=max(tol, inner_tol))
+            P_f = P
+        temps.append(T)
+        FU = sol.decision[S.U]
+        hard = S.labels(FU, 0.0)
+        history.append(float(_objective_from(S, sol, hard).sum()))
+        if callback is not None:
+            callback(outer, T)
+        if np.max(_mean_entropy(P)) < entropy_tol:
+            break
+        T /= annealing_rate
+    # T → 0: the hard balanced labels of f, and f solved (at tol) for them, until
+    # they agree
+    for i in range(max_inner):
+        P = S.labels(sol.decision[S.U], 0.0)
+        if i > 0 and np.array_equal(P, P_f):
+            break
+        sol = S.solve(P, init=sol)
+        P_f = P
+    history.append(float(_objective_from(S, sol, P).sum()))
+    return S.finish(sol, P, outer, history, {"start": start, "temperatures": temps},
+                    "S3VM annealing")
+
+
+def _objective_from(S, sol, P):
+    """S³VM objective at the solver's current point and labels P (per column)."""
+    kw = S.kw
+    return s3vm_objective(S.X, S.Y, S.rows, S.U, S.lap, sol.coef, sol.intercept,
+                          gamma_A=kw["gamma_A"], gamma_I=kw["gamma_I"], gamma_U=S.gamma_U,
+                          scale=kw["scale"], P=P)
+
+
+def _switch(Yu, FU, max_switches):
+    """Multi-switch step: swap the labels of pairs (positive i, negative j) that lower the
+    loss, ``V(f_i) + V(−f_j) > V(−f_i) + V(f_j)``, best pairs first, at most
+    ``max_switches`` per column. Returns the number of swaps per column (in place)."""
+    u, k = Yu.shape
+    swaps = np.zeros(k, dtype=int)
+    for j in range(k):
+        f = FU[:, j]
+        gain = _sq_hinge(f) - _sq_hinge(-f)  # loss saved by labelling the row negative
+        pos = np.flatnonzero(Yu[:, j] > 0)
+        neg = np.flatnonzero(Yu[:, j] < 0)
+        pos = pos[np.argsort(-gain[pos], kind="stable")]
+        neg = neg[np.argsort(gain[neg], kind="stable")]
+        m = min(pos.size, neg.size, max_switches)
+        net = gain[pos[:m]] - gain[neg[:m]]  # saving of swapping the pair
+        m = int(np.argmax(net <= 1e-12)) if np.any(net <= 1e-12) else m
+        Yu[pos[:m], j] = -1.0
+        Yu[neg[:m], j] = 1.0
+        swaps[j] = m
+    return swaps
+
+
+def s3vm_switching(
+    X,
+    targets,
+    labeled_rows,
+    unlabeled_rows,
+    laplacian_matvec,
+    *,
+    gamma_A,
+    gamma_I,
+    gamma_U,
+    scale,
+    positive_fraction,
+    fit_intercept=True,
+    gamma_U_start=1e-2,
+    annealing_rate=1.5,
+    max_switches=None,
+    max_rounds=20,
+    tol=1e-4,
+    inner_tol=1e-2,
+    max_iter=50,
+    cg_max_iter=1000,
+    init=None,
+    callback=None,
+):
+    """Laplacian S³VM by multi-switch label swapping (transductive SVM).
+
+    Minimises the S³VM objective of :func:`s3vm_objective` over ``w, b`` and hard
+    labels ``ŷ_j = ±1`` of the unlabeled rows with exactly ``round(π u)`` positives
+    per column (SVMlin's multi-switch TSVM with the graph term added).
+
+    Algorithm: start from the LapSVM on the labeled rows (``init`` warm-starts it);
+    label the ``round(π u)`` unlabeled rows of largest ``f`` positive. Raise the
+    unlabeled weight from ``gamma_U_start · γ_U`` by ``annealing_rate`` per stage up
+    to γ_U; at each stage alternate a finite Newton solve of the hard-labelled
+    problem (warm-started) with a switching pass that swaps every pair (positive
+    row i, negative row j) with ``V(f_i) + V(−f_j) > V(−f_i) + V(f_j)``, best pairs
+    first, at most ``max_switches`` pairs per column (None: no limit), until no pair
+    swaps or ``max_rounds`` solves (at ``max(tol, inner_tol)`` before the last
+    stage, at ``tol`` in it). Each swap keeps the balance and lowers the
+    objective for fixed ``f``, each solve lowers it for fixed labels: at a fixed
+    weight the objective decreases monotonically.
+
+    Parameters
+    ----------
+    X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, gamma_A, gamma_I,
+    gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter, init,
+    inner_tol
+        As in :func:`s3vm_annealing`.
+    gamma_U_start : float, default=1e-2
+        First unlabeled weight, relative to γ_U (1: no annealing of γ_U).
+    annealing_rate : float, default=1.5
+    max_switches : int or None
+    max_rounds : int, default=20
+        Solves per stage.
+    callback : callable, optional
+        ``callback(stage, gamma_U_stage)`` after each stage.
+
+    Returns
+    -------
+    LinearSolution
+        ``n_iter`` counts stages; ``state`` holds ``P`` (final labels as 0/1),
+        ``n_solves``, ``newton_steps``, ``cg_iter``, ``switches`` (total swaps) and
+        ``start``; ``history`` the objective at γ_U after each stage.
+    """
+    if not (0 < gamma_U_start <= 1 and annealing_rate > 1 and max_rounds >= 1):
+        raise ValueError("gamma_U_start must be in (0, 1], annealing_rate > 1, "
+                         "max_rounds >= 1.")
+    if max_switches is not None and max_switches < 1:
+        raise ValueError("max_switches must be None or >= 1.")
+    S = _Solver(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, gamma_A, gamma_I,
+                gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter)
+    sol = S.solve(init=init)
+    start = (sol.coef.copy(), sol.intercept.copy())
+    u = S.U.size
+    Yu = -np.ones((u, S.k))
+    for j in range(S.k):
+        m = int(round(S.r[j] * u))
+        Yu[np.argsort(-sol.decision[S.U, j], kind="stable")[:m], j] = 1.0
+    if gamma_U == 0:
+        return S.finish(sol, (Yu > 0).astype(float), 0, [],
+                        {"start": start, "switches": 0}, "S3VM switching")
+    limit = u if max_switches is None else int(max_switches)
+    weight = gamma_U * gamma_U_start
+    history, switches, stage = [], 0, 0
+    while True:
+        stage += 1
+        weight = min(weight, gamma_U)
+        S.gamma_U = weight
+        last = weight >= gamma_U  # the last stage solves at tol, earlier ones loosely
+        stage_tol = tol if last else max(tol, inner_tol)
+        for _ in range(max_rounds):
+            sol = S.solve((Yu > 0).astype(float), init=sol, tol=stage_tol)
+            n = _switch(Yu, sol.decision[S.U], limit)
+            switches += int(n.sum())
+            if not n.any():
+                break
+        else:  # out of rounds with labels just swapped: solve for them
+            sol = S.solve((Yu > 0).astype(float), init=sol, tol=stage_tol)
+        S.gamma_U = gamma_U
+        history.append(float(_objective_from(S, sol, (Yu > 0).astype(float)).sum()))
+        if callback is not None:
+            callback(stage, weight)
+        if weight >= gamma_U:
+            break
+        weight *= annealing_rate
+    return S.finish(sol, (Yu > 0).astype(float), stage, history,
+                    {"start": start, "switches": switches}, "S3VM switching")

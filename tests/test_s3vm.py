@@ -1,0 +1,368 @@
+"""Laplacian S³VM: the row-weighted finite Newton solve, deterministic annealing and
+multi-switch label swapping, against dense references of the documented objectives.
+
+J(w, b, p) = (1/l) Σ_labeled V(y f) + γ_A ‖w‖² + γ_I s fᵀ L^p f
+             + (γ_U/u) Σ_unlabeled [p V(f) + (1 − p) V(−f)],   (1/u) Σ p = π,
+V(t) = max(0, 1 − t)², f = Xw + b.
+"""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.sparse import csgraph
+from sklearn.base import clone
+from sklearn.datasets import make_moons
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neighbors import kneighbors_graph
+
+from linlap import KNNGraph, LapS3VMClassifier, LapSVMClassifier
+from linlap.solvers.lapsvm_newton import lapsvm_newton, squared_hinge_line_search
+from linlap.solvers.s3vm import (balanced_soft_labels, s3vm_annealing, s3vm_objective,
+                                 s3vm_problem, s3vm_switching)
+
+from reference import random_design, random_laplacian
+
+SOLVERS = [s3vm_annealing, s3vm_switching]
+
+
+def dense(X):
+    return X.toarray() if sp.issparse(X) else X
+
+
+def augment(Xd, fit_intercept):
+    return np.hstack([Xd, np.ones((Xd.shape[0], 1))]) if fit_intercept else Xd
+
+
+def weighted_reference(Xd, Lp, rows, t, omega, gA, gI, s, fit_intercept=True):
+    """Minimiser of Σ_r ω_r max(0, 1 − t_r f_{rows_r})² + γ_A‖w‖² + γ_I s fᵀLf, densely:
+    L-BFGS-B, then the exact solution of the piecewise-quadratic J on the active set
+    found (kept only when consistent with it)."""
+    n, d = Xd.shape
+    Xt = augment(Xd, fit_intercept)
+    A = Xt[rows]
+
+    def fun(z):
+        f = Xt @ z
+        xi = np.maximum(0, 1 - t * (A @ z))
+        Lf = Lp @ f
+        J = omega @ xi ** 2 + gA * z[:d] @ z[:d] + gI * s * f @ Lf
+        g = A.T @ (-2 * omega * t * xi) + 2 * gI * s * Xt.T @ Lf
+        g[:d] += 2 * gA * z[:d]
+        return J, g
+
+    z = minimize(fun, np.zeros(Xt.shape[1]), jac=True, method="L-BFGS-B",
+                 options=dict(maxiter=50000, maxfun=100000, ftol=1e-15, gtol=1e-12)).x
+    act = (t * (A @ z) < 1) & (omega > 0)
+    H = (A[act].T * omega[act]) @ A[act] + gI * s * Xt.T @ Lp @ Xt
+    H[np.arange(d), np.arange(d)] += gA
+    zp = np.linalg.solve(H, (A[act].T * omega[act]) @ t[act])
+    to = t * (A @ zp)
+    assert np.all(to[act] <= 1 + 1e-9) and np.all(to[~act & (omega > 0)] >= 1 - 1e-9)
+    return zp, fun(zp)[0]
+
+
+def problem(n=40, d=8, l=8, k=1, seed=0, sparse=True):
+    rng = np.random.default_rng(seed)
+    X = random_design(n, d, rng, sparse=sparse, density=0.5)
+    L = random_laplacian(n, rng)
+    labeled = rng.choice(n, l, replace=False)
+    unlabeled = np.setdiff1d(np.arange(n), labeled)
+    T = np.sign(dense(X)[labeled] @ rng.normal(size=(d, k)) + 0.3 * rng.normal(size=(l, k)))
+    T[T == 0] = 1
+    T[0], T[1] = 1.0, -1.0
+    return X, L, labeled, unlabeled, T, rng
+
+
+# -- the row-weighted finite Newton solve ---------------------------------------------
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_inner_weighted_solve_matches_dense_reference(sparse, k, fit_intercept):
+    X, L, labeled, unlabeled, T, rng = problem(k=k, sparse=sparse, seed=k + 2 * fit_intercept)
+    u = unlabeled.size
+    P = rng.uniform(size=(u, k))
+    P[:5] = 1.0  # some hard labels: their other copy has weight 0 in every column
+    P[5:8] = 0.0
+    P[8, 0] = 1.0  # hard in one column only
+    gA, gI, gU, s = 1e-3, 0.5, 0.7, 1 / np.trace(L)
+    rows, targets, W = s3vm_problem(labeled, T, unlabeled, P, gU)
+    assert rows.size == labeled.size + 2 * u - 8 - (k == 1) and np.unique(rows).size < rows.size
+    sol = lapsvm_newton(X, targets, rows, lambda F: L @ F, gamma_A=gA, gamma_I=gI, scale=s,
+                        fit_intercept=fit_intercept, tol=1e-10, row_weights=W)
+    assert sol.converged and sol.residual < 1e-7
+    Xd = dense(X)
+    for j in range(k):
+        z, J_ref = weighted_reference(Xd, L, rows, targets[:, j], W[:, j], gA, gI, s,
+                                      fit_intercept)
+        np.testing.assert_allclose(sol.coef[j], z[:X.shape[1]], rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(sol.intercept[j], z[-1] if fit_intercept else 0.0,
+                                   atol=1e-7)
+        # the weighted objective is the S³VM objective at the labels P
+        J = s3vm_objective(X, T[:, j], labeled, unlabeled, lambda F: L @ F, sol.coef[j],
+                           sol.intercept[j], gamma_A=gA, gamma_I=gI, gamma_U=gU, scale=s,
+                           P=P[:, j])[0]
+        assert abs(J - J_ref) <= 1e-8 * J_ref
+        assert abs(sol.state["objective"][j] - J_ref) <= 1e-8 * J_ref
+
+
+def test_row_weights_default_is_one_over_l():
+    X, L, labeled, _, T, _ = problem(k=2, seed=5)
+    kw = dict(gamma_A=1e-3, gamma_I=0.5, scale=1 / np.trace(L), tol=1e-10)
+    a = lapsvm_newton(X, T, labeled, lambda F: L @ F, **kw)
+    b = lapsvm_newton(X, T, labeled, lambda F: L @ F,
+                      row_weights=np.full(labeled.size, 1 / labeled.size), **kw)
+    np.testing.assert_allclose(a.coef, b.coef, rtol=1e-9, atol=1e-12)
+    # a doubled row with half weights each is the same problem
+    rows = np.r_[labeled, labeled[:3]]
+    w = np.r_[np.full(labeled.size, 1.0), 0.5, 0.5, 0.5] / labeled.size
+    w[:3] = 0.5 / labeled.size
+    c = lapsvm_newton(X, np.vstack([T, T[:3]]), rows, lambda F: L @ F, row_weights=w, **kw)
+    np.testing.assert_allclose(a.coef, c.coef, rtol=1e-7, atol=1e-10)
+    with pytest.raises(ValueError, match="distinct"):
+        lapsvm_newton(X, np.vstack([T, T[:3]]), rows, lambda F: L @ F, **kw)
+    with pytest.raises(ValueError, match="row_weights"):
+        lapsvm_newton(X, T, labeled, lambda F: L @ F, row_weights=-np.ones(labeled.size),
+                      **kw)
+
+
+def test_weighted_line_search_is_exact():
+    rng = np.random.default_rng(3)
+    y = rng.choice([-1.0, 1.0], 30)
+    o, ob = rng.normal(size=30), rng.normal(size=30)
+    w = rng.uniform(size=30)
+    w[:4] = 0
+    a, b = -1.0 - abs(rng.normal()), rng.uniform(0.1, 1)  # a descent direction
+
+    def phi(delta):
+        xi = np.maximum(0, 1 - y * (o + delta * (ob - o)))
+        return w @ xi ** 2 / 30 + a * delta + b * delta ** 2
+
+    delta = squared_hinge_line_search(y, o, ob, a, b, 30, weights=w)
+    grid = np.linspace(0, 3 * max(delta, 1), 20001)
+    assert phi(delta) <= min(phi(g) for g in grid) + 1e-12
+    assert delta > 0 and phi(delta) <= min(phi(delta - 1e-6), phi(delta + 1e-6))
+
+
+# -- the class balance -----------------------------------------------------------------
+@pytest.mark.parametrize("T", [10.0, 1.0, 0.01, 0.0])
+def test_balanced_soft_labels(T):
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(57, 3)) * 3
+    r = np.array([0.2, 0.5, 0.73])
+    P = balanced_soft_labels(G, T, r)
+    np.testing.assert_allclose(P.mean(axis=0), r, atol=1e-9)
+    assert np.all((P >= 0) & (P <= 1))
+    for j in range(3):  # p decreases with the cost g
+        order = np.argsort(G[:, j])
+        assert np.all(np.diff(P[order, j]) <= 1e-15)
+    if T > 0:  # stationarity of Σ p g + T Σ H(p) on the balance slice: g + T logit(p) = ν
+        for j in range(3):
+            inner = (P[:, j] > 1e-9) & (P[:, j] < 1 - 1e-9)
+            assert inner.sum() >= (2 if T >= 1 else 0)
+            stat = G[inner, j] + T * np.log(P[inner, j] / (1 - P[inner, j]))
+            np.testing.assert_allclose(stat, stat.mean(), atol=1e-6)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_balance_holds(solver):
+    X, L, labeled, unlabeled, T, _ = problem(n=60, k=2, seed=7)
+    r = np.array([0.3, 0.6])
+    sol = solver(X, T, labeled, unlabeled, lambda F: L @ F, gamma_A=1e-3, gamma_I=0.5,
+                 gamma_U=1.0, scale=1 / np.trace(L), positive_fraction=r)
+    P = sol.state["P"]
+    assert P.shape == (unlabeled.size, 2)
+    if solver is s3vm_switching:
+        np.testing.assert_array_equal(P.sum(axis=0), np.round(r * unlabeled.size))
+        assert set(np.unique(P)) <= {0.0, 1.0}
+    else:
+        np.testing.assert_allclose(P.mean(axis=0), r, atol=1e-9)
+        assert np.all(np.minimum(P, 1 - P).mean(axis=0) < 0.01)  # annealed to hard labels
+
+
+def test_mean_balance_and_limited_switches():
+    X, L, labeled, unlabeled, T, _ = problem(n=60, k=2, seed=8)
+    r = np.array([0.3, 0.6])
+    kw = dict(gamma_A=1e-3, gamma_I=0.5, gamma_U=1.0, scale=1 / np.trace(L),
+              positive_fraction=r, tol=1e-8)
+    sol = s3vm_annealing(X, T, labeled, unlabeled, lambda F: L @ F, balance="mean", **kw)
+    # the mean decision value over the unlabeled rows is pinned instead of the labels
+    np.testing.assert_allclose(sol.decision[unlabeled].mean(axis=0), 2 * r - 1, atol=1e-8)
+    np.testing.assert_array_equal(sol.state["P"], sol.decision[unlabeled] > 0)
+    with pytest.raises(ValueError, match="balance"):
+        s3vm_annealing(X, T, labeled, unlabeled, lambda F: L @ F, balance="x", **kw)
+    one = s3vm_switching(X, T, labeled, unlabeled, lambda F: L @ F, max_switches=1, **kw)
+    np.testing.assert_array_equal(one.state["P"].sum(axis=0), np.round(r * unlabeled.size))
+    assert one.state["switches"] > 0
+
+
+# -- γ_U = 0 is LapSVM; annealing never ends above its start ---------------------------
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("sparse", [True, False])
+def test_gamma_U_zero_is_lapsvm(solver, sparse):
+    X, L, labeled, unlabeled, T, _ = problem(k=2, sparse=sparse, seed=1)
+    kw = dict(gamma_A=1e-3, gamma_I=0.5, scale=1 / np.trace(L), tol=1e-8)
+    ref = lapsvm_newton(X, T, labeled, lambda F: L @ F, **kw)
+    sol = solver(X, T, labeled, unlabeled, lambda F: L @ F, gamma_U=0.0,
+                 positive_fraction=0.5, **kw)
+    np.testing.assert_allclose(sol.coef, ref.coef, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(sol.intercept, ref.intercept, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("gamma_I", [0.0, 0.5])
+@pytest.mark.parametrize("seed", range(4))
+def test_objective_not_above_the_lapsvm_start(solver, gamma_I, seed):
+    X, L, labeled, unlabeled, T, _ = problem(n=50, k=1, seed=10 + seed)
+    kw = dict(gamma_A=1e-3, gamma_I=gamma_I, gamma_U=2.0, scale=1 / np.trace(L),
+              positive_fraction=0.5)
+    lap = lambda F: L @ F  # noqa: E731
+    sol = solver(X, T, labeled, unlabeled, lap, **kw)
+    coef0, b0 = sol.state["start"]
+    J0 = s3vm_objective(X, T, labeled, unlabeled, lap, coef0, b0, **kw)
+    J = s3vm_objective(X, T, labeled, unlabeled, lap, sol.coef, sol.intercept, **kw)
+    assert J[0] <= J0[0] * (1 + 1e-9)
+    assert J[0] < 0.99 * J0[0]  # and the unlabeled term actually moved it
+    # the reported labels are the best balanced labels of the final f (T → 0)
+    JP = s3vm_objective(X, T, labeled, unlabeled, lap, sol.coef, sol.intercept,
+                        P=sol.state["P"], **kw)
+    assert JP[0] <= J[0] * (1 + 1e-3)
+
+
+# -- γ_I = 0 against a brute-force S³VM ------------------------------------------------
+def brute_force_s3vm(Xd, labeled, unlabeled, t, gA, gU, r):
+    """Best (w, b, labels) over every balanced labelling of the unlabeled rows, each a
+    supervised weighted squared-hinge SVM solved densely."""
+    u, l = unlabeled.size, labeled.size
+    m = int(round(r * u))
+    best = (np.inf, None)
+    rows = np.r_[labeled, unlabeled]
+    omega = np.r_[np.full(l, 1 / l), np.full(u, gU / u)]
+    for pos in itertools.combinations(range(u), m):
+        yu = -np.ones(u)
+        yu[list(pos)] = 1
+        z, J = weighted_reference(Xd, np.zeros((Xd.shape[0],) * 2), rows, np.r_[t, yu], omega,
+                                  gA, 0.0, 1.0)
+        if J < best[0]:
+            best = (J, z)
+    return best
+
+
+@pytest.fixture(scope="module")
+def tiny_s3vm():
+    """Two noisy clusters in 3-D, 2 labels, 10 unlabeled rows (252 balanced labellings),
+    and the brute-force optimum (γ_I = 0)."""
+    rng = np.random.default_rng(4)
+    centers = np.array([[1.5, 0.5, 0.0], [-1.5, -0.5, 0.0]])
+    yy = np.r_[np.ones(6), -np.ones(6)]
+    Xd = centers[(yy < 0).astype(int)] + rng.normal(scale=0.8, size=(12, 3))
+    labeled = np.array([0, 6])
+    unlabeled = np.setdiff1d(np.arange(12), labeled)
+    t = np.array([1.0, -1.0])
+    gA, gU = 0.05, 1.0
+    return Xd, labeled, unlabeled, t, gA, gU, brute_force_s3vm(Xd, labeled, unlabeled, t, gA,
+                                                                gU, 0.5)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("sparse", [True, False])
+def test_plain_s3vm_matches_brute_force(solver, sparse, tiny_s3vm):
+    Xd, labeled, unlabeled, t, gA, gU, (J_bf, z) = tiny_s3vm
+    X = sp.csr_matrix(Xd) if sparse else Xd
+    sol = solver(X, t, labeled, unlabeled, None, gamma_A=gA, gamma_I=0.0, gamma_U=gU,
+                 scale=1.0, positive_fraction=0.5, tol=1e-10)
+    J = s3vm_objective(X, t, labeled, unlabeled, None, sol.coef, sol.intercept, gamma_A=gA,
+                       gamma_I=0.0, gamma_U=gU, scale=1.0, positive_fraction=0.5)[0]
+    assert J == pytest.approx(J_bf, rel=1e-7)
+    np.testing.assert_allclose(sol.coef[0], z[:3], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(sol.intercept[0], z[3], atol=1e-7)
+
+
+# -- two moons -------------------------------------------------------------------------
+def moons(n=300, seed=0):
+    Z, y = make_moons(n, noise=0.07, random_state=seed)
+    rng = np.random.default_rng(seed)
+    C = Z[rng.choice(n, 40, replace=False)]
+    X = np.exp(-((Z[:, None, :] - C[None]) ** 2).sum(-1) / (2 * 0.3 ** 2))  # RBF features
+    W = kneighbors_graph(Z, 8, mode="connectivity")
+    L = csgraph.laplacian(W.maximum(W.T).astype(float))
+    labeled = np.r_[rng.choice(np.flatnonzero(y == 0), 2, replace=False),
+                    rng.choice(np.flatnonzero(y == 1), 2, replace=False)]
+    return X, y, L, labeled
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_two_moons_recovered(solver):
+    X, y, L, labeled = moons()
+    unlabeled = np.setdiff1d(np.arange(y.size), labeled)
+    t = np.where(y[labeled] == 1, 1.0, -1.0)
+    kw = dict(gamma_A=1e-4, scale=1 / L.diagonal().sum(), positive_fraction=0.5)
+    lap = lambda F: L @ F  # noqa: E731
+    errors = {}
+    for gI, gU in [(10.0, 0.0), (10.0, 0.1)]:
+        sol = solver(X, t, labeled, unlabeled, lap, gamma_I=gI, gamma_U=gU, **kw)
+        errors[gU] = np.mean((sol.decision[:, 0] > 0) != (y == 1))
+    assert errors[0.0] > 0.1  # LapSVM alone (4 labels) does not find the moons
+    assert errors[0.1] <= 0.01  # with the low-density term it does
+
+
+# -- the estimator ---------------------------------------------------------------------
+def text_like(n=120, seed=0, classes=2):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(classes, size=n)
+    X = sp.random(n, 60, density=0.08, random_state=rng, format="csr")
+    X = X + sp.csr_matrix((np.full(n, 2.0), (np.arange(n), 3 * y + rng.integers(3, size=n))),
+                          shape=(n, 60))
+    ys = np.full(n, -1)
+    for c in range(classes):
+        ys[np.flatnonzero(y == c)[:3]] = c
+    return sp.csr_matrix(X), y, ys
+
+
+def test_estimator_binary_and_lapsvm_equivalence():
+    X, y, ys = text_like()
+    graph = KNNGraph(n_neighbors=8).fit(X)
+    svm = LapSVMClassifier(gamma_A=1e-3, gamma_I=1.0, graph=graph, tol=1e-8).fit(X, ys)
+    for solver in ("annealing", "switching"):
+        m = LapS3VMClassifier(gamma_A=1e-3, gamma_I=1.0, gamma_U=0.0, graph=graph,
+                              solver=solver, tol=1e-8).fit(X, ys)
+        np.testing.assert_allclose(m.coef_, svm.coef_, rtol=1e-9, atol=1e-12)
+        m = clone(m).set_params(gamma_U=1.0).fit(X, ys)
+        assert m.coef_.shape == (1, X.shape[1]) and list(m.classes_) == [0, 1]
+        assert np.mean(m.predict(X) != y) <= np.mean(svm.predict(X) != y) + 0.05
+        assert m.transduction_.shape == y.shape
+        unl = ys == -1
+        # the labels' class proportions (3 / 3) are the default balance
+        assert abs(np.mean(m.unlabeled_labels_[:, 0]) - 0.5) < 0.01
+        assert m.unlabeled_labels_.shape == (unl.sum(), 1)
+
+
+def test_estimator_multiclass_and_strings():
+    X, y, ys = text_like(n=150, classes=3, seed=2)
+    names = np.array(["a", "b", "c"])
+    ys_s = np.where(ys == -1, "", names[np.maximum(ys, 0)])
+    m = LapS3VMClassifier(unlabeled="", class_prior=[0.2, 0.3, 0.5]).fit(X, ys_s)
+    assert list(m.classes_) == ["a", "b", "c"]
+    assert m.coef_.shape == (3, X.shape[1])
+    np.testing.assert_allclose(m.unlabeled_labels_.mean(axis=0), [0.2, 0.3, 0.5], atol=1e-6)
+    assert set(m.predict(X)) <= set(names)
+
+
+def test_estimator_bad_params():
+    X, _, ys = text_like()
+    for bad in [dict(gamma_U=-1), dict(solver="x"), dict(class_prior=None),
+                dict(gamma_A=0, gamma_I=0)]:
+        with pytest.raises(ValueError):
+            LapS3VMClassifier(**bad).fit(X, ys)
+    with pytest.raises(ValueError, match="unlabeled"):
+        LapS3VMClassifier().fit(X, np.where(ys == -1, 0, ys))
+
+
+def test_no_convergence_warning_by_default():
+    X, _, ys = text_like(seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        LapS3VMClassifier().fit(X, ys)
