@@ -1,0 +1,14 @@
+"""The linear solvers with X in row blocks on a Dask cluster (``pip install linlap[dask]``).
+
+X is a dask array of scipy CSR row blocks (or a list of row blocks), each held by
+one worker; the graph is the fitted :class:`~linlap.KNNGraph` of the same rows, in
+the same order. Each operator product runs X·w and Xᵀ(·) per block on the workers
+and the graph term on the client (see :mod:`linlap.distributed.operator` for what
+moves per iteration); CG runs on the client. The same code runs on a laptop's
+``LocalCluster`` and on a real cluster (``Client("tcp://scheduler:8786")``).
+"""
+
+from .laprls import laprls_fit
+from .operator import DistributedNormalOperator, csr_row_blocks
+
+__all__ = ["laprls_fit", "DistributedNormalOperator", "csr_row_blocks"]

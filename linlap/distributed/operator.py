@@ -1,0 +1,329 @@
+"""The normal operator of manifold-regularised least squares over row blocks on Dask workers.
+
+The same ``A`` as :class:`linlap.solvers.normal_operator.NormalOperator` (same
+scaling, same unpenalised bias), with X held by the workers as CSR row blocks:
+
+    A z = X̃_Rᵀ X̃_R z + α [w; 0] + β X̃ᵀ L^p X̃ z,     X̃ = [X, 1],
+    α = γ_A l,   β = γ_I s l.
+
+One product ``A Z`` for a block Z of shape (m, c), m = d (+1 with the bias):
+
+1. Z goes to every row block's task (``m c`` floats per block; above
+   ``SCATTER_BYTES`` it is broadcast once per worker instead);
+2. each row block b computes ``F_b = X_b w + b`` on the worker that holds it, and
+   the client gathers ``F = X̃ Z`` (``n c`` floats in all);
+3. the client applies the graph, ``U = β L^p F``, and adds the loss rows,
+   ``U_R += F_R`` (times the per-column mask, if any);
+4. ``U_b`` goes back to the worker of block b (``n c`` floats in all), which
+   computes ``X̃_bᵀ U_b`` (``m c`` floats);
+5. a tree reduction on the workers sums the block results (``m c`` floats per
+   merge) down to two partial sums, which the client receives (``2 m c`` floats),
+   adds, and adds ``α [w; 0]``.
+
+So an iteration moves about ``8 c (2 n + 2 B m)`` bytes for B ≥ 2 row blocks
+(float64; task arguments pass through the scheduler), in two round trips
+client → workers → client (three task waves when the tree has levels), each
+costing scheduler latency (tens of milliseconds on a loaded two-core machine;
+see bench/RESULTS.md). The halo exchange
+of the graph term is the simplest possible one: the whole of ``f`` is gathered
+to the client (an all-gather), where the graph, one n × n CSR object, lives. It
+is correct for any graph, whatever its row order; a block-local Laplacian with
+halo rows only (which a renumbered graph, ``KNNGraph(reorder=True)``, would make
+small) is not implemented.
+
+Faults: row blocks that come from a dask array are computed on the workers
+from its task graph, so Dask recomputes a block whose worker died; a product
+interrupted by the loss of a worker is re-run (``retries`` times). Blocks given
+as in-memory CSR matrices are scattered to the workers and cannot be
+recomputed: losing their worker raises a :class:`RuntimeError`.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..solvers.normal_operator import NormalOperator, augmented_rows_T
+
+__all__ = ["DistributedNormalOperator", "csr_row_blocks"]
+
+#: A block of iterates larger than this (bytes) is broadcast to the workers once per
+#: product instead of travelling inside each block's task.
+SCATTER_BYTES = 2**20
+
+
+def csr_row_blocks(X, n_blocks):
+    """Split a CSR matrix into ``n_blocks`` CSR row blocks of (nearly) equal row counts."""
+    X = sp.csr_matrix(X)
+    bounds = np.linspace(0, X.shape[0], int(n_blocks) + 1).round().astype(int)
+    return [X[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+# -- what runs on the workers ----------------------------------------------------------
+def _forward(Xb, Z, fit_intercept):
+    """``X_b w (+ b)`` for the block (the numba pass of NormalOperator)."""
+    op = NormalOperator(Xb, np.empty(0, dtype=np.intp), None, alpha=0.0, beta=0.0,
+                        fit_intercept=fit_intercept)
+    return op.decision(Z)
+
+
+def _backward(Xb, Ub, fit_intercept):
+    """``X̃_bᵀ U_b``."""
+    return augmented_rows_T(Xb, Ub, fit_intercept)
+
+
+def _add(a, b):
+    return a + b
+
+
+def _block_meta(Xb):
+    if not (sp.issparse(Xb) or isinstance(Xb, np.ndarray)) or Xb.ndim != 2:
+        raise TypeError(f"a row block of X must be a 2-D scipy sparse matrix or ndarray, "
+                        f"got {type(Xb).__name__}.")
+    if sp.issparse(Xb) and Xb.format != "csr":
+        Xb = Xb.tocsr()
+    return Xb, Xb.shape
+
+
+def _lost(exc):
+    """Whether ``exc`` says that a worker or its data was lost (the product can be re-run)."""
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
+    try:
+        from distributed.comm.core import CommClosedError
+    except ImportError:  # pragma: no cover
+        CommClosedError = OSError
+    import asyncio
+    import concurrent.futures
+
+    return isinstance(exc, (KilledWorker, FutureCancelledError, CommClosedError,
+                            asyncio.CancelledError, concurrent.futures.CancelledError))
+
+
+class DistributedNormalOperator:
+    """``A`` of the l-scaled normal equations with X in row blocks on Dask workers.
+
+    Parameters
+    ----------
+    X : dask array or list of sparse matrices / ndarrays
+        All training rows, as a dask array chunked by rows only (one chunk along the
+        columns; chunks may be scipy CSR matrices or ndarrays) or as a list of
+        row blocks in row order.
+    rows : ndarray of int
+        Rows that carry the squared loss (global row indices; may repeat).
+    laplacian_matvec : callable or None
+        ``F ↦ L^p F`` for F of shape (n, c), applied on the client (see the module
+        docstring). May be None when ``beta == 0``.
+    alpha, beta : float
+        ``γ_A l`` and ``γ_I s l``, as in :class:`~linlap.solvers.normal_operator.NormalOperator`.
+    fit_intercept : bool, default=True
+    mask : ndarray of shape (len(rows), q), optional
+        Per-column weights of the loss rows (as in ``NormalOperator``).
+    client : distributed.Client, optional
+        Default: the current client (``distributed.get_client()``).
+    retries : int, default=2
+        How many times a product interrupted by a lost worker is re-run.
+
+    Attributes
+    ----------
+    shape : tuple
+    n_matvec : int
+    bounds : ndarray of int
+        Row offsets of the blocks (``bounds[b]:bounds[b+1]`` are block b's rows).
+    """
+
+    def __init__(self, X, rows, laplacian_matvec, *, alpha, beta, fit_intercept=True,
+                 mask=None, client=None, retries=2):
+        from distributed import get_client
+
+        self.client = client if client is not None else get_client()
+        self.rows = np.asarray(rows, dtype=np.intp)
+        self.laplacian_matvec = laplacian_matvec
+        self.alpha = float(alpha)
+        self.beta = float(beta)
+        if self.beta != 0 and not callable(laplacian_matvec):
+            raise ValueError("laplacian_matvec must be a callable F -> L^p F when beta != 0.")
+        self.fit_intercept = bool(fit_intercept)
+        self.retries = int(retries)
+        self.mask = None if mask is None else np.asarray(mask, dtype=np.float64)
+        if self.mask is not None and (self.mask.ndim != 2
+                                      or self.mask.shape[0] != self.rows.size):
+            raise ValueError(f"mask must have shape (len(rows), k) = ({self.rows.size}, k), "
+                             f"got {self.mask.shape}.")
+        self._blocks, sizes, d, self.dtype = self._place(X)
+        self.bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+        self.n_samples = int(self.bounds[-1])
+        self.n_features = int(d)
+        self.set_rows(self.rows)
+        self.shape = (self.n_features + self.fit_intercept,) * 2
+        self.n_matvec = 0
+
+    def set_rows(self, rows):
+        """Set the loss rows (global indices, may repeat)."""
+        rows = np.asarray(rows, dtype=np.intp).ravel()
+        if rows.size and (rows.min() < 0 or rows.max() >= self.n_samples):
+            raise ValueError(f"rows must be indices in [0, {self.n_samples}).")
+        if self.mask is not None and self.mask.shape[0] != rows.size:
+            raise ValueError("mask and rows disagree in length.")
+        self.rows = rows
+        self._unique_rows = np.unique(rows).size == rows.size
+
+    # -- placing the blocks on the workers ---------------------------------------------
+    def _place(self, X):
+        client = self.client
+        try:
+            import dask.array as da
+        except ImportError:  # pragma: no cover
+            da = None
+        if da is not None and isinstance(X, da.Array):
+            if X.ndim != 2 or X.numblocks[1] != 1:
+                raise ValueError("X must be a 2-D dask array chunked by rows only (one chunk "
+                                 f"along the columns), got chunks {X.chunks}.")
+            if any(np.isnan(c) for c in X.chunks[0]):
+                raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes().")
+            delayed = list(X.to_delayed()[:, 0])
+            futures = client.compute(delayed)
+            self._scattered = False
+            sizes = [int(c) for c in X.chunks[0]]
+            return futures, sizes, X.shape[1], X.dtype
+        if isinstance(X, (list, tuple)):
+            if len(X) == 0:
+                raise ValueError("X must hold at least one row block.")
+            blocks = [_block_meta(b)[0] for b in X]
+            widths = {b.shape[1] for b in blocks}
+            if len(widths) != 1:
+                raise ValueError(f"every row block must have the same number of columns, "
+                                 f"got {sorted(widths)}.")
+            futures = client.scatter(blocks, hash=False)
+            self._scattered = True
+            return futures, [b.shape[0] for b in blocks], widths.pop(), blocks[0].dtype
+        raise TypeError("X must be a dask array of row blocks or a list of row blocks, got "
+                        f"{type(X).__name__}.")
+
+    # -- the distributed passes --------------------------------------------------------
+    def _run(self, step, *args):
+        """Run ``step(*args)`` again when a worker was lost on the way (``retries`` times)."""
+        for attempt in range(self.retries + 1):
+            try:
+                return step(*args)
+            except Exception as exc:  # noqa: BLE001 - only lost-worker errors are retried
+                if not _lost(exc):
+                    raise
+                gone = [i for i, f in enumerate(self._blocks) if f.status in ("lost", "cancelled")]
+                if attempt == self.retries or (gone and self._scattered):
+                    raise RuntimeError(
+                        f"A Dask worker was lost during a product with X ({type(exc).__name__}: "
+                        f"{exc}); lost row blocks: {gone or 'none'}, attempts: {attempt + 1}. "
+                        "Row blocks scattered from memory cannot be recomputed: give X as a "
+                        "dask array built from its source (e.g. dask.delayed loaders) so that "
+                        "Dask can recompute lost blocks.") from exc
+
+    def _forward_step(self, Z):
+        client = self.client
+        # a small Z rides in each task; a large one is broadcast once to every worker
+        Zf = client.scatter(Z, broadcast=True, hash=False) if Z.nbytes > SCATTER_BYTES else Z
+        parts = [client.submit(_forward, b, Zf, self.fit_intercept, pure=False)
+                 for b in self._blocks]
+        return np.concatenate(client.gather(parts), axis=0)
+
+    def _backward_step(self, U):
+        client = self.client
+        parts = [client.submit(_backward, b, U[s:e], self.fit_intercept, pure=False)
+                 for b, s, e in zip(self._blocks, self.bounds[:-1], self.bounds[1:])]
+        while len(parts) > 2:  # tree reduction on the workers ...
+            merged = [client.submit(_add, parts[i], parts[i + 1], pure=False)
+                      for i in range(0, len(parts) - 1, 2)]
+            parts = merged + ([parts[-1]] if len(parts) % 2 else [])
+        # ... and the last (at most two) partial sums added on the client
+        return np.asarray(sum(client.gather(parts)), dtype=np.float64)
+
+    def forward(self, Z):
+        """``F = X̃ Z`` (n, c) for Z of shape (m, c)."""
+        Z = np.ascontiguousarray(Z, dtype=np.float64)
+        return self._run(self._forward_step, Z)
+
+    def backward(self, U):
+        """``X̃ᵀ U`` (m, c) for U of shape (n, c)."""
+        U = np.ascontiguousarray(U, dtype=np.float64)
+        return self._run(self._backward_step, U)
+
+    # -- the interface of NormalOperator used by the solvers ----------------------------
+    def _check_block(self, Z):
+        Z = np.asarray(Z)
+        if Z.ndim not in (1, 2) or Z.shape[0] != self.shape[0]:
+            raise ValueError(f"Z must have shape ({self.shape[0]},) or ({self.shape[0]}, k), "
+                             f"got {Z.shape}.")
+        return Z
+
+    def decision(self, Z):
+        """``f = X w + b`` for every training row, per column of Z."""
+        Z = self._check_block(Z)
+        F = self.forward(Z.reshape(Z.shape[0], -1))
+        return F[:, 0] if Z.ndim == 1 else F
+
+    def _loss_weights(self, c, columns):
+        if self.mask is None:
+            return None
+        if columns is None:
+            if c != self.mask.shape[1]:
+                raise ValueError(f"A block of {c} columns needs `columns` to pick from a "
+                                 f"mask of {self.mask.shape[1]} columns.")
+            return self.mask
+        return self.mask[:, np.asarray(columns, dtype=np.intp)]
+
+    def _add_rows(self, U, V):
+        """``U[rows] += V`` (repeated rows add up)."""
+        if self._unique_rows:
+            U[self.rows] += V
+        else:
+            np.add.at(U, self.rows, V)
+
+    def matvec(self, Z, columns=None, out=None):
+        """``A Z`` for Z of shape (m, c) or (m,) (``columns``: the mask columns used)."""
+        Z = self._check_block(Z)
+        Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
+        c = Z2.shape[1]
+        w = self._loss_weights(c, columns)
+        self.n_matvec += 1
+        F = self.forward(Z2)
+        if self.beta != 0:
+            U = np.asarray(self.laplacian_matvec(F), dtype=np.float64) * self.beta
+        else:
+            U = np.zeros_like(F)
+        FR = F[self.rows]
+        self._add_rows(U, FR if w is None else FR * w)
+        res = self.backward(U)
+        d = self.n_features
+        res[:d] += self.alpha * Z2[:d]
+        if out is not None:
+            out[...] = res.reshape(out.shape)
+            return out
+        return res[:, 0] if Z.ndim == 1 else res
+
+    __call__ = matvec
+
+    def rhs(self, T, columns=None):
+        """``X̃_Rᵀ T`` for targets T of shape (len(rows), k), rows weighted by the mask."""
+        T = np.asarray(T, dtype=np.float64)
+        if T.ndim == 1:
+            T = T[:, None]
+        w = self._loss_weights(T.shape[1], columns)
+        if w is not None:
+            T = T * w
+        U = np.zeros((self.n_samples, T.shape[1]))
+        self._add_rows(U, T)
+        return self.backward(U)
+
+    def row_mean(self, rows):
+        """``[mean of X over rows; 1]`` (the class-balance gradient ``c``)."""
+        U = np.zeros((self.n_samples, 1))
+        U[np.asarray(rows, dtype=np.intp), 0] = 1.0 / len(rows)
+        c = self.backward(U)[:, 0]
+        if self.fit_intercept:
+            c[-1] = 1.0
+        return c
+
+    def release(self):
+        """Drop the client's references to the row blocks (the workers may free them)."""
+        for f in self._blocks:
+            f.release()
+        self._blocks = []

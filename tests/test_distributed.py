@@ -1,0 +1,153 @@
+"""linlap.distributed: LapRLS with X in row blocks on a two-process Dask LocalCluster."""
+
+import os
+import signal
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from distributed import Client, LocalCluster
+
+from linlap import KNNGraph, LapRLSClassifier
+from linlap.distributed import DistributedNormalOperator, csr_row_blocks, laprls_fit
+from linlap.solvers import laprls_linear
+from linlap.solvers._problem import pm1_targets
+from linlap.solvers.normal_operator import NormalOperator
+from reference import blobs, dense_solution, random_design
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                           dashboard_address=None)
+    with Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def as_dask(blocks):
+    """A dask array whose chunks are the given row blocks (recomputable: built from tasks)."""
+    return da.concatenate([da.from_delayed(dask.delayed(b), b.shape, dtype=b.dtype, meta=b[:0])
+                           for b in blocks])
+
+
+def problem(n=120, d=15, k=2, seed=0, sparse=True):
+    rng = np.random.default_rng(seed)
+    X = random_design(n, d, rng, sparse=sparse)
+    graph = KNNGraph(n_neighbors=6).fit(X)
+    labeled = rng.choice(n, 20, replace=False)
+    T = rng.choice([-1.0, 1.0], size=(20, k))
+    return X, graph, labeled, T
+
+
+KW = dict(gamma_A=1e-2, gamma_I=3.0, tol=1e-12, max_iter=500)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_equals_single_machine_and_dense_reference(client, sparse):
+    X, graph, labeled, T = problem(k=3, sparse=sparse)
+    blocks = csr_row_blocks(X, 3) if sparse else np.array_split(X, 3)
+    sol = laprls_fit(as_dask(blocks), T, labeled, graph, **KW)
+    ref = laprls_linear(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_, **KW)
+    assert sol.converged and ref.converged
+    np.testing.assert_allclose(sol.coef, ref.coef, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(sol.intercept, ref.intercept, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(sol.decision, ref.decision, rtol=0, atol=1e-8)
+    Xd = X.toarray() if sparse else X
+    Lp = graph.laplacian_matvec(np.eye(X.shape[0]))  # L^p of the graph, densely
+    Z = dense_solution(Xd, Lp, labeled, T, KW["gamma_A"], KW["gamma_I"], graph.scale_)
+    np.testing.assert_allclose(sol.coef, Z[:-1].T, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sol.intercept, Z[-1], rtol=1e-6, atol=1e-8)
+
+
+def test_balance_no_intercept_and_block_lists(client):
+    X, graph, labeled, T = problem(seed=1)
+    unlabeled = np.setdiff1d(np.arange(X.shape[0]), labeled)
+    # a list of in-memory blocks (scattered to the workers) with the class-balance
+    # constraint; a dask array without intercept
+    cases = [(csr_row_blocks(X, 4), dict(balance=[0.2, -0.1], unlabeled_rows=unlabeled)),
+             (as_dask(csr_row_blocks(X, 5)), dict(fit_intercept=False))]
+    for Xin, kw in cases:
+        ref = laprls_linear(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_,
+                            **kw, **KW)
+        sol = laprls_fit(Xin, T, labeled, graph, **kw, **KW)
+        np.testing.assert_allclose(sol.coef, ref.coef, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(sol.intercept, ref.intercept, rtol=0, atol=1e-8)
+        if "balance" in kw:
+            np.testing.assert_allclose(sol.decision[unlabeled].mean(axis=0), [0.2, -0.1],
+                                       atol=1e-9)
+        else:
+            assert np.all(sol.intercept == 0)
+
+
+def test_equals_the_estimator(client):
+    X, y = blobs(n=150, d=10, n_classes=3, seed=2)
+    y = y.copy()
+    y[np.random.default_rng(0).random(y.size) < 0.8] = -1
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    est = LapRLSClassifier(gamma_A=1e-3, gamma_I=5.0, graph=graph, tol=1e-12).fit(X, y)
+    labeled = np.flatnonzero(y != -1)
+    T = pm1_targets(np.searchsorted(est.classes_, y[labeled]), est.classes_.size)
+    sol = laprls_fit(as_dask(csr_row_blocks(X, 3)), T, labeled, graph, gamma_A=1e-3,
+                     gamma_I=5.0, tol=1e-12)
+    np.testing.assert_allclose(sol.coef, est.coef_, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(sol.intercept, est.intercept_, rtol=0, atol=1e-8)
+
+
+def test_operator_equals_normal_operator_with_mask_and_repeats(client):
+    X, graph, labeled, T = problem(seed=3)
+    rows = np.r_[labeled, labeled[:4]]  # repeated rows add their loss twice
+    mask = np.random.default_rng(0).random((rows.size, 2))
+    kw = dict(alpha=0.3, beta=2.0, mask=mask)
+    op = DistributedNormalOperator(as_dask(csr_row_blocks(X, 3)), rows,
+                                   graph.laplacian_matvec, **kw)
+    ref = NormalOperator(X, rows, graph.laplacian_matvec, **kw)
+    Z = np.random.default_rng(1).standard_normal((X.shape[1] + 1, 2))
+    np.testing.assert_allclose(op.matvec(Z), ref.matvec(Z), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(op.matvec(Z[:, 1], columns=[1]).ravel(),
+                               ref.matvec(Z[:, 1], columns=[1]), rtol=1e-12, atol=1e-12)
+    T2 = np.random.default_rng(2).standard_normal((rows.size, 2))
+    np.testing.assert_allclose(op.rhs(T2), ref.rhs(T2), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(op.decision(Z), ref.decision(Z), rtol=1e-12, atol=1e-12)
+    op.release()
+
+
+def test_bad_input(client):
+    X, graph, labeled, T = problem()
+    with pytest.raises(ValueError, match="chunked by rows only"):
+        laprls_fit(da.from_array(X.toarray(), chunks=(40, 5)), T, labeled, graph, **KW)
+    with pytest.raises(ValueError, match="nodes but X has"):
+        laprls_fit(csr_row_blocks(X[:100], 2), T, labeled, graph, **KW)
+    with pytest.raises(ValueError, match="same number of columns"):
+        laprls_fit([X[:60], X[60:, :10]], T, labeled, graph, **KW)
+    with pytest.raises(TypeError, match="dask array of row blocks or a list"):
+        laprls_fit(X, T, labeled, graph, **KW)
+    with pytest.raises(TypeError, match="fitted KNNGraph"):
+        laprls_fit(csr_row_blocks(X, 2), T, labeled, None, **KW)
+
+
+def kill_a_worker_at(client, iteration):
+    def callback(it, residual):
+        if it == iteration:
+            addr = sorted(client.scheduler_info()["workers"])[0]
+            pid = client.run(os.getpid, workers=[addr])[addr]
+            os.kill(pid, signal.SIGKILL)
+    return callback
+
+
+def test_lost_worker_recovers_or_fails_clearly(client):
+    X, graph, labeled, T = problem(seed=4)
+    ref = laprls_linear(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_, **KW)
+    blocks = csr_row_blocks(X, 4)
+    # blocks with a task graph: Dask recomputes the killed worker's blocks, same model
+    sol = laprls_fit(as_dask(blocks), T, labeled, graph, callback=kill_a_worker_at(client, 3),
+                     **KW)
+    np.testing.assert_allclose(sol.coef, ref.coef, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(sol.intercept, ref.intercept, rtol=0, atol=1e-8)
+    client.wait_for_workers(2, timeout=60)
+    # scattered in-memory blocks cannot be recomputed: a clear error, not a wrong model
+    with pytest.raises(RuntimeError, match="cannot be recomputed"):
+        laprls_fit(blocks, T, labeled, graph, callback=kill_a_worker_at(client, 3), **KW)
+    client.wait_for_workers(2, timeout=60)
