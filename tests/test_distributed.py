@@ -1,4 +1,4 @@
-"""linlap.distributed: LapRLS with X in row blocks on a two-process Dask LocalCluster."""
+"""linlap.distributed: LapRLS and LapSVM with X in row blocks on a two-process Dask LocalCluster."""
 
 import os
 import signal
@@ -7,12 +7,12 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from distributed import Client, LocalCluster
 
 from linlap import KNNGraph, LapRLSClassifier
-from linlap.distributed import DistributedNormalOperator, csr_row_blocks, laprls_fit
-from linlap.solvers import laprls_linear
+from linlap.distributed import (DistributedNormalOperator, csr_row_blocks, lapsvm_fit,
+                                laprls_fit)
+from linlap.solvers import laprls_linear, lapsvm_newton
 from linlap.solvers._problem import pm1_targets
 from linlap.solvers.normal_operator import NormalOperator
 from reference import blobs, dense_solution, random_design
@@ -151,3 +151,30 @@ def test_lost_worker_recovers_or_fails_clearly(client):
     with pytest.raises(RuntimeError, match="cannot be recomputed"):
         laprls_fit(blocks, T, labeled, graph, callback=kill_a_worker_at(client, 3), **KW)
     client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.parametrize("balance", [False, True])
+def test_lapsvm_equals_single_machine(client, balance):
+    X, graph, labeled, T = problem(k=2, seed=5)
+    unlabeled = np.setdiff1d(np.arange(X.shape[0]), labeled)
+    kw = dict(gamma_A=1e-2, gamma_I=3.0, tol=1e-10)
+    if balance:
+        kw.update(balance=[0.1, -0.3], unlabeled_rows=unlabeled)
+    ref = lapsvm_newton(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_, **kw)
+    sol = lapsvm_fit(as_dask(csr_row_blocks(X, 3)), T, labeled, graph, **kw)
+    assert ref.converged and sol.converged
+    np.testing.assert_allclose(sol.coef, ref.coef, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(sol.intercept, ref.intercept, rtol=0, atol=1e-8)
+    # the minimiser of the documented objective: its gradient vanishes (dense check)
+    if not balance:
+        Xt = np.hstack([X.toarray(), np.ones((X.shape[0], 1))])
+        Lp = graph.laplacian_matvec(np.eye(X.shape[0]))
+        l = labeled.size
+        for j in range(2):
+            z = np.r_[sol.coef[j], sol.intercept[j]]
+            f = Xt @ z
+            y = T[:, j]
+            act = y * f[labeled] < 1
+            grad = (-2 / l * Xt[labeled][act].T @ (y[act] - f[labeled][act])
+                    + 2 * 1e-2 * np.r_[z[:-1], 0] + 2 * 3.0 * graph.scale_ * Xt.T @ Lp @ f)
+            assert np.linalg.norm(grad) < 1e-7 * max(1, np.linalg.norm(Xt[labeled].T @ y))

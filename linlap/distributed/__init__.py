@@ -1,4 +1,6 @@
-"""The linear solvers with X in row blocks on a Dask cluster (``pip install linlap[dask]``).
+"""Linear LapRLS and finite Newton LapSVM with X in row blocks on a Dask cluster.
+
+Needs the ``dask`` extra: ``pip install linlap[dask]``.
 
 X is a dask array of scipy CSR row blocks (or a list of row blocks), each held by
 one worker; the graph is the fitted :class:`~linlap.KNNGraph` of the same rows, in
@@ -8,7 +10,8 @@ moves per iteration); CG runs on the client. The same code runs on a laptop's
 ``LocalCluster`` and on a real cluster (``Client("tcp://scheduler:8786")``).
 """
 
+from .lapsvm import lapsvm_fit
 from .laprls import laprls_fit
 from .operator import DistributedNormalOperator, csr_row_blocks
 
-__all__ = ["laprls_fit", "DistributedNormalOperator", "csr_row_blocks"]
+__all__ = ["laprls_fit", "lapsvm_fit", "DistributedNormalOperator", "csr_row_blocks"]

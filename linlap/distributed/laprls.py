@@ -73,7 +73,7 @@ def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
         raise ValueError("gamma_A and gamma_I cannot both be 0.")
     op = DistributedNormalOperator(
         X, np.empty(0, dtype=np.intp), graph.laplacian_matvec if gamma_I > 0 else None,
-        alpha=0.0, beta=0.0,        fit_intercept=fit_intercept, client=client, retries=retries)
+        alpha=0.0, beta=0.0, fit_intercept=fit_intercept, client=client, retries=retries)
     try:
         n = op.n_samples
         n_graph = getattr(graph, "n_samples_fit_", n)

@@ -38,6 +38,8 @@ as in-memory CSR matrices are scattered to the workers and cannot be
 recomputed: losing their worker raises a :class:`RuntimeError`.
 """
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -167,6 +169,24 @@ class DistributedNormalOperator:
         self.rows = rows
         self._unique_rows = np.unique(rows).size == rows.size
 
+    def with_loss(self, rows, mask=None, *, alpha, beta):
+        """The operator with other loss rows, mask and weights, sharing the row blocks
+        (no data moves; :meth:`release` the original only)."""
+        new = copy.copy(self)
+        new.mask = None
+        new.set_rows(rows)
+        if mask is not None:
+            mask = np.asarray(mask, dtype=np.float64)
+            if mask.ndim != 2 or mask.shape[0] != new.rows.size:
+                raise ValueError(f"mask must have shape (len(rows), k) = ({new.rows.size}, k), "
+                                 f"got {mask.shape}.")
+            new.mask = mask
+        new.alpha, new.beta = float(alpha), float(beta)
+        if new.beta != 0 and not callable(new.laplacian_matvec):
+            raise ValueError("laplacian_matvec must be a callable F -> L^p F when beta != 0.")
+        new.n_matvec = 0
+        return new
+
     # -- placing the blocks on the workers ---------------------------------------------
     def _place(self, X):
         client = self.client
@@ -277,14 +297,9 @@ class DistributedNormalOperator:
         else:
             np.add.at(U, self.rows, V)
 
-    def matvec(self, Z, columns=None, out=None):
-        """``A Z`` for Z of shape (m, c) or (m,) (``columns``: the mask columns used)."""
-        Z = self._check_block(Z)
-        Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
-        c = Z2.shape[1]
-        w = self._loss_weights(c, columns)
-        self.n_matvec += 1
-        F = self.forward(Z2)
+    def _apply(self, F, Z2, columns):
+        """``A Z`` given ``F = X̃ Z`` (the graph and loss rows here, Xᵀ on the workers)."""
+        w = self._loss_weights(Z2.shape[1], columns)
         if self.beta != 0:
             U = np.asarray(self.laplacian_matvec(F), dtype=np.float64) * self.beta
         else:
@@ -294,6 +309,23 @@ class DistributedNormalOperator:
         res = self.backward(U)
         d = self.n_features
         res[:d] += self.alpha * Z2[:d]
+        return res
+
+    def apply_to_decision(self, F, Z, columns=None):
+        """``A z`` given ``F = X̃ z`` already computed (saves the forward pass)."""
+        Z = self._check_block(Z)
+        Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
+        F2 = np.ascontiguousarray(np.asarray(F).reshape(self.n_samples, -1), dtype=np.float64)
+        res = self._apply(F2, Z2, columns)
+        return res[:, 0] if Z.ndim == 1 else res
+
+    def matvec(self, Z, columns=None, out=None):
+        """``A Z`` for Z of shape (m, c) or (m,) (``columns``: the mask columns used)."""
+        Z = self._check_block(Z)
+        Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
+        self._loss_weights(Z2.shape[1], columns)  # checks columns before any work
+        self.n_matvec += 1
+        res = self._apply(self.forward(Z2), Z2, columns)
         if out is not None:
             out[...] = res.reshape(out.shape)
             return out

@@ -14,7 +14,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .normal_operator import NormalOperator
 from .cg import batched_cg
-from ._problem import LinearSolution, check_problem, unlabeled_mean
+from ._problem import (LinearSolution, check_problem, check_rows_and_targets, check_weights,
+                       unlabeled_mean)
 
 __all__ = ["lapsvm_newton", "lapsvm_objective", "squared_hinge_line_search", "regulariser_line"]
 
@@ -184,6 +185,7 @@ def lapsvm_newton(
     init=None,
     callback=None,
     row_weights=None,
+    base_operator=None,
 ):
     """Minimise the linear LapSVM (squared hinge) objective by finite Newton.
 
@@ -255,6 +257,13 @@ def lapsvm_newton(
         Loss weight ``ω_r ≥ 0`` of each loss row (per target column when 2-D),
         replacing ``1/l``; ``labeled_rows`` may then repeat. Rows of weight 0 are
         never active. None: ``ω_r = 1/l`` (the LapSVM objective above).
+    base_operator : operator, optional
+        Where the products with X come from instead of a
+        :class:`~linlap.solvers.normal_operator.NormalOperator` over X (X is then
+        ignored and may be None): an object with ``n_samples``, ``n_features``,
+        ``with_loss(rows, mask, alpha=, beta=)`` returning an operator with
+        ``matvec``, ``rhs`` and ``decision``, and ``row_mean(rows)`` — e.g.
+        :class:`linlap.distributed.DistributedNormalOperator` (X on Dask workers).
 
     Returns
     -------
@@ -266,8 +275,15 @@ def lapsvm_newton(
         column) and ``Z1`` (constraint columns, for warm starts); ``history`` the
         total objective after each step.
     """
-    Y, rows = check_problem(X, targets, labeled_rows, gamma_A=gamma_A, gamma_I=gamma_I,
-                            scale=scale, allow_repeats=row_weights is not None)
+    if base_operator is None:
+        Y, rows = check_problem(X, targets, labeled_rows, gamma_A=gamma_A, gamma_I=gamma_I,
+                                scale=scale, allow_repeats=row_weights is not None)
+    else:  # X lives behind the operator (linlap.distributed): check the rest alike
+        Y, rows = check_rows_and_targets(base_operator.n_samples, targets, labeled_rows,
+                                         row_weights is not None)
+        if not np.all(np.abs(Y) == 1):
+            raise ValueError("targets of the SVM losses must be +1 or -1.")
+        check_weights(gamma_A, gamma_I, scale)
     if not tol > 0 or max_iter < 1 or cg_max_iter < 1:
         raise ValueError("tol must be > 0, max_iter and cg_max_iter >= 1.")
     # Internally every row's loss weight is ω_r l (the operator is l-scaled), so the
@@ -282,7 +298,8 @@ def lapsvm_newton(
         Wt = Wt * Y.shape[0]
     if gamma_A == 0 and gamma_I == 0:
         raise ValueError("gamma_A and gamma_I cannot both be 0.")
-    n, d = X.shape
+    n, d = X.shape if base_operator is None else (base_operator.n_samples,
+                                                  base_operator.n_features)
     l, k = Y.shape
     m = d + bool(fit_intercept)
     lap = laplacian_matvec if gamma_I > 0 else None
@@ -292,6 +309,9 @@ def lapsvm_newton(
     def operator(mask=None):
         if Wt is not None and mask is None:  # weighted loss rows (else: mask carries Wt)
             mask = Wt
+        if base_operator is not None:
+            return base_operator.with_loss(rows, mask, alpha=gamma_A * l,
+                                           beta=gamma_I * scale * l)
         return NormalOperator(X, rows, lap, alpha=gamma_A * l, beta=gamma_I * scale * l,
                               fit_intercept=fit_intercept, mask=mask)
 
@@ -321,7 +341,8 @@ def lapsvm_newton(
         r = np.asarray(balance, dtype=np.float64).ravel()
         if r.shape != (k,):
             raise ValueError(f"balance must have one value per target column ({k}).")
-        c = unlabeled_mean(X, unlabeled_rows, fit_intercept)
+        c = (unlabeled_mean(X, unlabeled_rows, fit_intercept) if base_operator is None
+             else base_operator.row_mean(unlabeled_rows))
         # Move to the feasible set (along the bias, else along c): every Newton point
         # is feasible, so every iterate of the line searches stays feasible.
         e = np.zeros(m)

@@ -1,0 +1,119 @@
+"""Per-iteration cost of the Dask operator against the single-machine operator.
+
+On the synthetic corpus (``linlap.datasets.make_text_corpus``, n documents, 1,000
+labels, binary), one kNN graph is built; then, side by side in the same run:
+
+* ``local``: :class:`linlap.solvers.normal_operator.NormalOperator` (numba, the client's
+  NUMBA_NUM_THREADS threads), the product ``A z`` timed over ``--reps`` calls;
+* ``dask B=…``: :class:`linlap.distributed.DistributedNormalOperator` on a LocalCluster
+  of 2 worker processes × 1 thread, X in B CSR row blocks scattered to the workers;
+  the product timed the same way, and split into its forward pass (X·w per block and
+  the gather of f), the graph term on the client and the backward pass (Xᵀ(·) per
+  block and the reduction);
+* a full LapRLS fit by each path (same graph, same tol) and the difference of the
+  models.
+
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 PYTHONPATH=. \\
+        python bench/dask_operator.py --n 100000
+"""
+
+import argparse
+import os
+import time
+import warnings
+
+import numpy as np
+
+
+def timed(f, reps):
+    f()  # warm-up (JIT, buffers)
+    t = time.perf_counter()
+    for _ in range(reps):
+        f()
+    return (time.perf_counter() - t) / reps
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--blocks", type=int, nargs="+", default=[2, 8])
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--tol", type=float, default=1e-6)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    from distributed import Client, LocalCluster
+
+    from linlap import KNNGraph
+    from linlap.datasets import make_text_corpus
+    from linlap.distributed import DistributedNormalOperator, csr_row_blocks, laprls_fit
+    from linlap.solvers import laprls_linear
+    from linlap.solvers._problem import pm1_targets
+    from linlap.solvers.normal_operator import NormalOperator
+
+    warnings.simplefilter("ignore")
+    X, y = make_text_corpus(args.n, random_state=args.seed)
+    n, d = X.shape
+    rng = np.random.default_rng(args.seed)
+    labeled = np.sort(rng.choice(n, 1000, replace=False))
+    T = pm1_targets(y[labeled], 2)
+    t = time.perf_counter()
+    graph = KNNGraph(n_neighbors=args.k, random_state=args.seed).fit(X)
+    print(f"n={n} d={d} nnz={X.nnz} graph {time.perf_counter() - t:.1f} s, "
+          f"numba threads on the client: {os.environ.get('NUMBA_NUM_THREADS', 'default')}")
+    gA, gI = 1e-4, 10.0
+    l = labeled.size
+    kw = dict(alpha=gA * l, beta=gI * graph.scale_ * l)
+    Z = rng.standard_normal((d + 1, 1))
+
+    local = NormalOperator(X, labeled, graph.laplacian_matvec, **kw)
+    out = np.empty_like(Z)
+    t_local = timed(lambda: local.matvec(Z, out=out), args.reps)
+    t_lap = timed(lambda: graph.laplacian_matvec(np.ones((n, 1))), args.reps)
+    ref_AZ = local.matvec(Z)
+
+    cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"})
+    client = Client(cluster)
+    rows = [("local", t_local, None, None, None, None)]
+    for B in args.blocks:
+        op = DistributedNormalOperator(csr_row_blocks(X, B), labeled, graph.laplacian_matvec,
+                                       client=client, **kw)
+        err = np.abs(op.matvec(Z) - ref_AZ).max() / np.abs(ref_AZ).max()
+        t_mv = timed(lambda: op.matvec(Z), args.reps)
+        F = op.forward(Z)
+        t_fwd = timed(lambda: op.forward(Z), args.reps)
+        t_bwd = timed(lambda: op.backward(F), args.reps)
+        moved = 8 * (2 * n + 2 * B * (d + 1))
+        rows.append((f"dask B={B}", t_mv, t_fwd, t_bwd, moved, err))
+        op.release()
+
+    print(f"\nproduct A z (c = 1 column), mean of {args.reps}; graph term alone "
+          f"{t_lap * 1e3:.1f} ms (on the client in the dask rows)")
+    print(f"{'operator':<12}{'A z ms':>9}{'/ local':>9}{'fwd ms':>9}{'bwd ms':>9}"
+          f"{'MB moved':>10}{'rel. diff':>11}")
+    for name, tm, tf, tb, mv, err in rows:
+        print(f"{name:<12}{tm * 1e3:9.1f}{tm / t_local:9.2f}"
+              + (f"{tf * 1e3:9.1f}{tb * 1e3:9.1f}{mv / 1e6:10.2f}{err:11.1e}" if tf else ""))
+
+    fit = dict(gamma_A=gA, gamma_I=gI, tol=args.tol, max_iter=1000)
+    t = time.perf_counter()
+    ref = laprls_linear(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_, **fit)
+    t_ref = time.perf_counter() - t
+    B = args.blocks[0]
+    t = time.perf_counter()
+    sol = laprls_fit(csr_row_blocks(X, B), T, labeled, graph, client=client, **fit)
+    t_sol = time.perf_counter() - t
+    dcoef = np.abs(sol.coef - ref.coef).max()
+    agree = np.mean((sol.decision > 0) == (ref.decision > 0))
+    print(f"\nLapRLS fit, tol={args.tol}: local {t_ref:.1f} s / {ref.n_iter} it, "
+          f"dask B={B} {t_sol:.1f} s / {sol.n_iter} it; max|Δcoef| = {dcoef:.1e} "
+          f"(max|coef| = {np.abs(ref.coef).max():.1e}), max|Δf| = "
+          f"{np.abs(sol.decision - ref.decision).max():.1e}, sign agreement {agree:.6f}")
+    client.close()
+    cluster.close()
+
+
+if __name__ == "__main__":
+    main()

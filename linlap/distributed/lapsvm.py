@@ -1,0 +1,66 @@
+"""Linear LapSVM (finite Newton) with X in row blocks on Dask workers."""
+
+import numpy as np
+
+from ..solvers.lapsvm_newton import lapsvm_newton
+from .operator import DistributedNormalOperator
+
+__all__ = ["lapsvm_fit"]
+
+
+def lapsvm_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=None,
+               unlabeled_rows=None, fit_intercept=True, tol=1e-6, max_iter=50,
+               cg_max_iter=1000, init=None, callback=None, row_weights=None, client=None,
+               retries=2):
+    """Minimise the linear LapSVM (squared hinge) objective with X on a Dask cluster.
+
+    The problem, the method and the stopping rules are those of
+    :func:`linlap.solvers.lapsvm_newton`: for each ±1 column ``y`` of ``targets``
+
+        J(w, b) = (1/l) Σ_{i labeled} max(0, 1 − y_i f_i)² + γ_A ‖w‖² + γ_I s fᵀ L^p f,
+        f = X w + b,   s = graph.scale_,
+
+    by the L2-SVM modified finite Newton method; every Newton step's CG runs on the
+    client with its products with X on the workers
+    (:class:`~linlap.distributed.operator.DistributedNormalOperator`, one set of row
+    blocks shared by all steps); the line searches and the graph term run on the
+    client. On the same graph the result equals the single-machine solve up to
+    round-off.
+
+    Parameters
+    ----------
+    X : dask array or list of sparse matrices / ndarrays, shape (n, d)
+        As in :func:`linlap.distributed.laprls_fit`.
+    targets : ndarray of shape (l,) or (l, k)
+        ±1 targets of the labeled rows.
+    labeled_rows : ndarray of int
+    graph : fitted KNNGraph
+        Over all n rows, in the row order of X.
+    gamma_A, gamma_I, balance, unlabeled_rows, fit_intercept, tol, max_iter, cg_max_iter, \
+init, callback, row_weights
+        As in :func:`linlap.solvers.lapsvm_newton`.
+    client : distributed.Client, optional
+    retries : int, default=2
+        Re-runs of a product interrupted by a lost worker.
+
+    Returns
+    -------
+    LinearSolution
+    """
+    if not hasattr(graph, "laplacian_matvec") or not hasattr(graph, "scale_"):
+        raise TypeError("graph must be a fitted KNNGraph (laplacian_matvec and scale_).")
+    op = DistributedNormalOperator(X, np.empty(0, dtype=np.intp), graph.laplacian_matvec,
+                                   alpha=0.0, beta=0.0, fit_intercept=fit_intercept,
+                                   client=client, retries=retries)
+    try:
+        n_graph = getattr(graph, "n_samples_fit_", op.n_samples)
+        if n_graph != op.n_samples:
+            raise ValueError(f"The graph has {n_graph} nodes but X has {op.n_samples} rows.")
+        return lapsvm_newton(
+            None, targets, labeled_rows, graph.laplacian_matvec, gamma_A=gamma_A,
+            gamma_I=gamma_I, scale=float(graph.scale_), balance=balance,
+            unlabeled_rows=unlabeled_rows, fit_intercept=fit_intercept, tol=tol,
+            max_iter=max_iter, cg_max_iter=cg_max_iter, init=init, callback=callback,
+            row_weights=row_weights, base_operator=op)
+    finally:
+        op.release()
