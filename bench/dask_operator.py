@@ -10,8 +10,11 @@ labels, binary), one kNN graph is built; then, side by side in the same run:
   the product timed the same way, and split into its forward pass (X·w per block and
   the gather of f), the graph term on the client and the backward pass (Xᵀ(·) per
   block and the reduction);
-* a full LapRLS fit by each path (same graph, same tol) and the difference of the
-  models.
+* the pieces of a model of one iteration's time: one wave of B empty tasks (submit and
+  gather: scheduler latency), the forward and backward pass of one block of n/B rows in
+  this process (compute per block), the graph term, and the bytes moved;
+* a full LapRLS fit and a full LapSVM fit by each path (same graph, same tol) and the
+  difference of the models.
 
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 PYTHONPATH=. \\
         python bench/dask_operator.py --n 100000
@@ -23,6 +26,10 @@ import time
 import warnings
 
 import numpy as np
+
+
+def _noop(block):
+    return None
 
 
 def timed(f, reps):
@@ -47,8 +54,10 @@ def main():
 
     from linlap import KNNGraph
     from linlap.datasets import make_text_corpus
-    from linlap.distributed import DistributedNormalOperator, csr_row_blocks, laprls_fit
-    from linlap.solvers import laprls_linear
+    from linlap.distributed import (DistributedNormalOperator, csr_row_blocks, lapsvm_fit,
+                                    laprls_fit)
+    from linlap.distributed.operator import _backward, _forward
+    from linlap.solvers import laprls_linear, lapsvm_newton
     from linlap.solvers._problem import pm1_targets
     from linlap.solvers.normal_operator import NormalOperator
 
@@ -77,6 +86,7 @@ def main():
                            dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"})
     client = Client(cluster)
     rows = [("local", t_local, None, None, None, None)]
+    model = []
     for B in args.blocks:
         op = DistributedNormalOperator(csr_row_blocks(X, B), labeled, graph.laplacian_matvec,
                                        client=client, **kw)
@@ -87,6 +97,13 @@ def main():
         t_bwd = timed(lambda: op.backward(F), args.reps)
         moved = 8 * (2 * n + 2 * B * (d + 1))
         rows.append((f"dask B={B}", t_mv, t_fwd, t_bwd, moved, err))
+        # the pieces of the model: latency of a task wave, compute of one block
+        t_wave = timed(lambda: client.gather([client.submit(_noop, b, pure=False)
+                                              for b in op._blocks]), 3 * args.reps)
+        Xb = csr_row_blocks(X, B)[0]
+        Ub = np.ones((Xb.shape[0], 1))
+        t_blk = timed(lambda: (_forward(Xb, Z, True), _backward(Xb, Ub, True)), args.reps)
+        model.append((B, t_wave, t_blk, moved))
         op.release()
 
     print(f"\nproduct A z (c = 1 column), mean of {args.reps}; graph term alone "
@@ -96,6 +113,15 @@ def main():
     for name, tm, tf, tb, mv, err in rows:
         print(f"{name:<12}{tm * 1e3:9.1f}{tm / t_local:9.2f}"
               + (f"{tf * 1e3:9.1f}{tb * 1e3:9.1f}{mv / 1e6:10.2f}{err:11.1e}" if tf else ""))
+
+    print("\nmodel of one dask iteration (2 workers): 2 task waves + graph term + "
+          "ceil(B/2) blocks' compute (measured pieces, ms); rest = measured - sum, per MB moved")
+    print(f"{'B':>3}{'wave':>8}{'block fwd+bwd':>15}{'graph':>8}{'sum':>8}{'measured':>10}"
+          f"{'MB moved':>10}{'rest ms/MB':>12}")
+    for (B, t_wave, t_blk, moved), row in zip(model, rows[1:]):
+        est = 2 * t_wave + t_lap + -(-B // 2) * t_blk
+        print(f"{B:3d}{t_wave * 1e3:8.1f}{t_blk * 1e3:15.1f}{t_lap * 1e3:8.1f}{est * 1e3:8.1f}"
+              f"{row[1] * 1e3:10.1f}{moved / 1e6:10.2f}{(row[1] - est) * 1e3 / (moved / 1e6):12.1f}")
 
     fit = dict(gamma_A=gA, gamma_I=gI, tol=args.tol, max_iter=1000)
     t = time.perf_counter()
@@ -111,6 +137,18 @@ def main():
           f"dask B={B} {t_sol:.1f} s / {sol.n_iter} it; max|Δcoef| = {dcoef:.1e} "
           f"(max|coef| = {np.abs(ref.coef).max():.1e}), max|Δf| = "
           f"{np.abs(sol.decision - ref.decision).max():.1e}, sign agreement {agree:.6f}")
+    svm = dict(gamma_A=gA, gamma_I=gI, tol=args.tol)
+    t = time.perf_counter()
+    ref = lapsvm_newton(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_, **svm)
+    t_ref = time.perf_counter() - t
+    t = time.perf_counter()
+    sol = lapsvm_fit(csr_row_blocks(X, B), T, labeled, graph, client=client, **svm)
+    t_sol = time.perf_counter() - t
+    agree = np.mean((sol.decision > 0) == (ref.decision > 0))
+    print(f"LapSVM fit, tol={args.tol}: local {t_ref:.1f} s / {ref.n_iter} Newton steps, "
+          f"{ref.state['cg_iter']} CG it, dask B={B} {t_sol:.1f} s / {sol.n_iter} steps, "
+          f"{sol.state['cg_iter']} CG it; max|Δcoef| = {np.abs(sol.coef - ref.coef).max():.1e}, "
+          f"sign agreement {agree:.6f}")
     client.close()
     cluster.close()
 

@@ -1,4 +1,4 @@
-"""linlap.distributed: LapRLS and LapSVM with X in row blocks on a two-process Dask LocalCluster."""
+"""linlap.distributed: LapRLS and LapSVM, X in row blocks on a 2-process Dask LocalCluster."""
 
 import os
 import signal
@@ -12,6 +12,7 @@ from distributed import Client, LocalCluster
 from linlap import KNNGraph, LapRLSClassifier
 from linlap.distributed import (DistributedNormalOperator, csr_row_blocks, lapsvm_fit,
                                 laprls_fit)
+from linlap.distributed import operator as operator_module
 from linlap.solvers import laprls_linear, lapsvm_newton
 from linlap.solvers._problem import pm1_targets
 from linlap.solvers.normal_operator import NormalOperator
@@ -96,7 +97,7 @@ def test_equals_the_estimator(client):
     np.testing.assert_allclose(sol.intercept, est.intercept_, rtol=0, atol=1e-8)
 
 
-def test_operator_equals_normal_operator_with_mask_and_repeats(client):
+def test_operator_equals_normal_operator_with_mask_and_repeats(client, monkeypatch):
     X, graph, labeled, T = problem(seed=3)
     rows = np.r_[labeled, labeled[:4]]  # repeated rows add their loss twice
     mask = np.random.default_rng(0).random((rows.size, 2))
@@ -111,6 +112,9 @@ def test_operator_equals_normal_operator_with_mask_and_repeats(client):
     T2 = np.random.default_rng(2).standard_normal((rows.size, 2))
     np.testing.assert_allclose(op.rhs(T2), ref.rhs(T2), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(op.decision(Z), ref.decision(Z), rtol=1e-12, atol=1e-12)
+    # a large iterate is broadcast to the workers instead of riding in every task
+    monkeypatch.setattr(operator_module, "SCATTER_BYTES", 0)
+    np.testing.assert_allclose(op.matvec(Z), ref.matvec(Z), rtol=1e-12, atol=1e-12)
     op.release()
 
 

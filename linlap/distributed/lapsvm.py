@@ -17,7 +17,7 @@ def lapsvm_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
     The problem, the method and the stopping rules are those of
     :func:`linlap.solvers.lapsvm_newton`: for each ±1 column ``y`` of ``targets``
 
-        J(w, b) = (1/l) Σ_{i labeled} max(0, 1 − y_i f_i)² + γ_A ‖w‖² + γ_I s fᵀ L^p f,
+        J = (1/l) Σ_{i labeled} max(0, 1 − y_i f_i)² + γ_A ‖w‖² + γ_I s fᵀ L^p f,
         f = X w + b,   s = graph.scale_,
 
     by the L2-SVM modified finite Newton method; every Newton step's CG runs on the
@@ -36,8 +36,8 @@ def lapsvm_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
     labeled_rows : ndarray of int
     graph : fitted KNNGraph
         Over all n rows, in the row order of X.
-    gamma_A, gamma_I, balance, unlabeled_rows, fit_intercept, tol, max_iter, cg_max_iter, \
-init, callback, row_weights
+    gamma_A, gamma_I, balance, unlabeled_rows, fit_intercept : see lapsvm_newton
+    tol, max_iter, cg_max_iter, init, callback, row_weights : see lapsvm_newton
         As in :func:`linlap.solvers.lapsvm_newton`.
     client : distributed.Client, optional
     retries : int, default=2
