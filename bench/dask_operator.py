@@ -121,7 +121,8 @@ def main():
     for (B, t_wave, t_blk, moved), row in zip(model, rows[1:]):
         est = 2 * t_wave + t_lap + -(-B // 2) * t_blk
         print(f"{B:3d}{t_wave * 1e3:8.1f}{t_blk * 1e3:15.1f}{t_lap * 1e3:8.1f}{est * 1e3:8.1f}"
-              f"{row[1] * 1e3:10.1f}{moved / 1e6:10.2f}{(row[1] - est) * 1e3 / (moved / 1e6):12.1f}")
+              f"{row[1] * 1e3:10.1f}{moved / 1e6:10.2f}"
+              f"{(row[1] - est) * 1e3 / (moved / 1e6):12.1f}")
 
     fit = dict(gamma_A=gA, gamma_I=gI, tol=args.tol, max_iter=1000)
     t = time.perf_counter()
