@@ -262,7 +262,8 @@ def lapsvm_newton(
         :class:`~linlap.solvers.normal_operator.NormalOperator` over X (X is then
         ignored and may be None): an object with ``n_samples``, ``n_features``,
         ``with_loss(rows, mask, alpha=, beta=)`` returning an operator with
-        ``matvec``, ``rhs`` and ``decision``, and ``row_mean(rows)`` — e.g.
+        ``matvec``, ``rhs``, ``decision`` and ``apply_to_decision``, and
+        ``row_mean(rows)``, built with the same ``fit_intercept`` — e.g.
         :class:`linlap.distributed.DistributedNormalOperator` (X on Dask workers).
 
     Returns
