@@ -18,6 +18,7 @@ _LAZY = {
     "LapSVMPathClassifier": "linlap.model_selection",
     "LapRLSClassifierCV": "linlap.model_selection",
     "LapSVMClassifierCV": "linlap.model_selection",
+    "EMRClassifier": "linlap.emr",
     "lapsvm_path": "linlap.solvers.path",
     "datasets": "linlap.datasets",
     "save": "linlap.persistence",
