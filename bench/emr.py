@@ -90,8 +90,8 @@ def load_corpus(name, data_dir):
     X, Xt = vec.fit_transform(tr), vec.transform(te)
     keep = np.flatnonzero(X.getnnz(axis=1) > 0)
     if keep.size < X.shape[0]:
-        X, y = X[keep], y[keep]
         draw["dropped_empty"] = int(X.shape[0] - keep.size)
+        X, y = X[keep], y[keep]
     return X, y, Xt, yt, draw
 
 
@@ -158,6 +158,10 @@ def methods_for(graph, graphs):
 def study_methods(graph, graphs):
     """Candidate out-of-the-box choices (--study)."""
     return {
+        "best single graph of k 50 × p {1, 2, 5, 8} (validation labels)":
+            lambda X, ys, yv: best_single_graph(
+                [graph.with_laplacian(power=p) for p in (1, 2, 5, 8)],
+                lambda g: LapRLSClassifier(graph=g))(X, ys, yv),
         "EMRClassifier, candidates k 50 × p {1, 2, 5, 8}":
             lambda X, ys, yv: EMRClassifier(graph=graph, candidates={
                 "n_neighbors": [50], "power": [1, 2, 5, 8]}).fit(X, ys),
