@@ -42,11 +42,13 @@ from sklearn.svm import LinearSVC
 from linlap import EMRClassifier, KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import (load_20newsgroups, load_imdb, load_pcmac, make_text_corpus,
                              mask_labels)
-from linlap.emr import DEFAULT_CANDIDATES, candidate_graphs
+from linlap.emr import candidate_graphs
 from linlap.model_selection import LapRLSClassifierCV
 from linlap.text import make_vectorizer
 
 SEARCH_K = 50
+#: the first candidate grid tried (k 10 and 50 mixed); EMRClassifier() uses L^p, p 1, 2, 5, 8
+GRID_KP = {"n_neighbors": [10, 50], "power": [1, 5]}
 
 
 def _subject(text):
@@ -134,11 +136,12 @@ def methods_for(graph, graphs):
     m = {
         "LapRLSClassifier() (current defaults)":
             lambda X, ys, yv: LapRLSClassifier(graph=graph).fit(X, ys),
-        "EMRClassifier(LapRLSClassifier())":
-            lambda X, ys, yv: EMRClassifier(graph=graph).fit(X, ys),
-        "EMRClassifier(LapSVMClassifier())":
-            lambda X, ys, yv: EMRClassifier(LapSVMClassifier(), graph=graph).fit(X, ys),
-        "best single graph of EMR's candidates (validation labels)":
+        "EMRClassifier(LapRLSClassifier()), candidates k {10, 50} × p {1, 5}":
+            lambda X, ys, yv: EMRClassifier(graph=graph, candidates=GRID_KP).fit(X, ys),
+        "EMRClassifier(LapSVMClassifier()), candidates k {10, 50} × p {1, 5}":
+            lambda X, ys, yv: EMRClassifier(LapSVMClassifier(), graph=graph,
+                                            candidates=GRID_KP).fit(X, ys),
+        "best single graph of k {10, 50} × p {1, 5} (validation labels)":
             best_single_graph(graphs, lambda g: LapRLSClassifier(graph=g)),
         "LapRLSClassifierCV(cv=3) 7×7 γ grid":
             lambda X, ys, yv: LapRLSClassifierCV(graph=graph, cv=3).fit(X, ys),
@@ -162,14 +165,13 @@ def study_methods(graph, graphs):
             lambda X, ys, yv: best_single_graph(
                 [graph.with_laplacian(power=p) for p in (1, 2, 5, 8)],
                 lambda g: LapRLSClassifier(graph=g))(X, ys, yv),
-        "EMRClassifier, candidates k 50 × p {1, 2, 5, 8}":
-            lambda X, ys, yv: EMRClassifier(graph=graph, candidates={
-                "n_neighbors": [50], "power": [1, 2, 5, 8]}).fit(X, ys),
+        "EMRClassifier() (default candidates: k 50 × p {1, 2, 5, 8})":
+            lambda X, ys, yv: EMRClassifier(graph=graph).fit(X, ys),
         "LapRLSClassifier(gamma_I=1)":
             lambda X, ys, yv: LapRLSClassifier(gamma_I=1.0, graph=graph).fit(X, ys),
-        "EMRClassifier(LapRLSClassifier(gamma_I=1))":
-            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_I=1.0),
-                                            graph=graph).fit(X, ys),
+        "EMRClassifier(LapRLSClassifier(gamma_I=1)), candidates k {10, 50} × p {1, 5}":
+            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_I=1.0), graph=graph,
+                                            candidates=GRID_KP).fit(X, ys),
         "LapRLSClassifierCV(gamma_A=1e-4, gamma_I {0.01, 0.1, 1, 10}, cv=3)":
             lambda X, ys, yv: LapRLSClassifierCV(gamma_A=[1e-4], gamma_I=[0.01, 0.1, 1, 10],
                                                  graph=graph, cv=3).fit(X, ys),
@@ -183,7 +185,7 @@ def run_corpus(name, args):
     t = time.perf_counter()
     graph = KNNGraph(n_neighbors=SEARCH_K, algorithm="exact").fit(X)
     t_search = time.perf_counter() - t
-    graphs, _ = candidate_graphs(X, DEFAULT_CANDIDATES, graph)
+    graphs, _ = candidate_graphs(X, GRID_KP, graph)
     methods = methods_for(graph, graphs)
     if args.study:
         methods.update(study_methods(graph, graphs))
@@ -222,7 +224,7 @@ def run_corpus(name, args):
         best = min(ls, key=lambda k: ls[k][0])
         print(f"\nLabelSpreading best k (by test error): {best}: {ls[best][0]:.1f} %")
     base = res.get("LapRLSClassifier() (current defaults)")
-    emr = res.get("EMRClassifier(LapRLSClassifier())")
+    emr = res.get("EMRClassifier() (default candidates: k 50 × p {1, 2, 5, 8})")
     if base and emr:
         ratio = np.mean(emr[4]) / np.mean(base[4])
         print(f"EMR fit / default fit: {ratio:.2f}× (same run); with the search: "
