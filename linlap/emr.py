@@ -3,6 +3,7 @@ of candidate Laplacians jointly with the classifier."""
 
 import itertools
 import numbers
+import sys
 import time
 
 import numpy as np
@@ -387,17 +388,14 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             return np.array([gamma_I * scales[k] * float(np.sum(F * terms[k]))
                              for k in range(m)])
 
-        callback = None
-        if self.verbose:
-            import sys
-
-            def callback(it, mu, J):
-                print(f"[EMR] iteration {it}: J = {J:.6g}, mu = {np.round(mu, 3)}",
-                      file=sys.stderr)
+        def report(it, mu, J):
+            print(f"[EMR] iteration {it}: J = {J:.6g}, mu = {np.round(mu, 3)}",
+                  file=sys.stderr)
 
         t0 = time.perf_counter()
         res = emr_alternate(solve_f, smoothness, m, gamma_R=self.gamma_R, tol=self.tol,
-                            max_iter=self.max_iter, callback=callback)
+                            max_iter=self.max_iter,
+                            callback=report if self.verbose else None)
         t_fits = time.perf_counter() - t0
         est = res.solution
         est.set_params(warm_start=base.warm_start)
