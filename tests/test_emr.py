@@ -285,3 +285,17 @@ def test_conventions_and_validation(data):
     g = KNNGraph(n_neighbors=6).fit(X)
     emr = EMRClassifier(graph=g, candidates={"n_neighbors": [3, 6]}).fit(X, ys)
     assert emr.fit_time_["search"] == 0.0 and emr.graphs_[1].adjacency_ is g.adjacency_
+
+
+def test_unfitted_list_shares_one_search(data):
+    X, _ = data
+    specs = [KNNGraph(n_neighbors=3, power=1), KNNGraph(n_neighbors=6, power=2),
+             KNNGraph(n_neighbors=4, weight="binary", normalized=False)]
+    graphs, t = candidate_graphs(X, specs)
+    assert t > 0 and all(s.n_neighbors == g.n_neighbors for s, g in zip(specs, graphs))
+    assert not hasattr(specs[0], "adjacency_")  # the given graphs are not modified
+    for g in graphs:  # every neighbour list is a view of the one k = 6 search
+        assert np.shares_memory(g.neighbors_, graphs[1].neighbors_)
+        ref = clone(specs[graphs.index(g)]).fit(X)
+        np.testing.assert_allclose(g.laplacian_matrix().toarray(),
+                                   ref.laplacian_matrix().toarray(), atol=1e-12)
