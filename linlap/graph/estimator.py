@@ -613,6 +613,58 @@ class KNNGraph(BaseEstimator):
         new._set_laplacian()
         return new
 
+    def subgraph(self, n_neighbors=None, *, weight=None, heat_sigma=None, symmetrize=None,
+                 normalized=None, power=None):
+        """The graph of the k' <= k nearest neighbours of each row, no new search.
+
+        The neighbour lists are sorted by distance, so the k'-NN lists are their
+        first k' columns; only the weights, W and the degrees are recomputed (one
+        O(n k') pass).  The result equals ``KNNGraph(n_neighbors=k', ...).fit(X)``
+        up to the order of neighbours at tied distances.  The weights, the
+        symmetrisation and the Laplacian may change too.  A renumbered graph keeps
+        its ``node_order_`` (the subgraph's edges are a subset of its own).
+
+        Parameters
+        ----------
+        n_neighbors : int or None
+            k' (<= ``n_neighbors``); None keeps k.
+        weight, heat_sigma, symmetrize, normalized, power
+            As in the constructor; None keeps this graph's (``heat_sigma=None``
+            keeps the given σ, or recomputes the data-driven one on the k' lists).
+
+        Returns
+        -------
+        graph : KNNGraph
+        """
+        check_is_fitted(self, "adjacency_")
+        params = self.get_params(deep=False)
+        for name, value in (("n_neighbors", n_neighbors), ("weight", weight),
+                            ("heat_sigma", heat_sigma), ("symmetrize", symmetrize),
+                            ("normalized", normalized), ("power", power)):
+            if value is not None:
+                params[name] = value
+        new = type(self)(**params)
+        new._check_params()
+        k = new.n_neighbors
+        if k > self.n_neighbors:
+            raise ValueError(f"n_neighbors={k} exceeds the {self.n_neighbors} neighbours "
+                             f"this graph was built with.")
+        t0 = time.perf_counter()
+        neighbors = self.neighbors_[:, :k]
+        distances = self.distances_[:, :k]
+        W, sigma = weights_matrix(neighbors, distances, new.weight, new.heat_sigma,
+                                   new.symmetrize)
+        new.neighbors_, new.distances_, new.adjacency_ = neighbors, distances, W
+        new.degree_ = np.asarray(W.sum(axis=1)).ravel()
+        new.heat_sigma_ = sigma
+        for name in _SHARED:
+            if name not in ("neighbors_", "distances_", "adjacency_", "degree_",
+                            "heat_sigma_", "build_time_"):
+                setattr(new, name, getattr(self, name, None))
+        new._set_laplacian()
+        new.build_time_ = dict(self.build_time_, weights=time.perf_counter() - t0)
+        return new
+
     # ------------------------------------------------------------------
     # sharing, persistence
     # ------------------------------------------------------------------
