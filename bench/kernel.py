@@ -1,5 +1,5 @@
 """Kernel mode (seed 003): Newton vs PCG with each early stopping check, in the shape of
-seed 003's Tables 3, 6 and 7, plus the large-n timings of issue 3.
+seed 003's Tables 3, 6 and 7, plus the large-n timings of the kernel mode.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python bench/kernel.py tables [--reps 3] \
         [--sets g50c,pcmac,moons] [--methods newton,stability,validation,mixed]

@@ -1,4 +1,4 @@
-"""Kernel variants tried for the passes of one CG iteration, and not adopted (issue 7).
+"""Kernel variants tried for the passes of one CG iteration, and not adopted.
 
     NUMBA_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python bench/kernel_variants.py \
         [--k 50] [--n 1000000] [--rounds 7]

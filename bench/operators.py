@@ -1,4 +1,4 @@
-"""One CG iteration of linear LapRLS against the machine's streaming bandwidth (issue 7).
+"""One CG iteration of linear LapRLS against the machine's streaming bandwidth.
 
     NUMBA_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python bench/operators.py \
         [--n 1000000] [--d 100000] [--nnz 80] [--degree 75] [--power 5] [--columns 1,20] \

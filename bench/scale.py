@@ -1,4 +1,4 @@
-"""Scaling benchmark: fit time, peak memory and test error against n (issue 7).
+"""Scaling benchmark: fit time, peak memory and test error against n.
 
 For each n, a fresh subprocess (so each peak RSS is its own) generates a synthetic corpus
 with ``linlap.datasets.make_text_corpus`` (n training rows + 10,000 test rows; ~80 nnz per

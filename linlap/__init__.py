@@ -21,6 +21,7 @@ _LAZY = {
     "lapsvm_path": "linlap.estimators",
     "LaplacianSpectralClustering": "linlap.estimators",
     "LapS3VMClassifier": "linlap.estimators",
+    "EMRClassifier": "linlap.estimators",
     "datasets": "linlap.datasets",
     "save": "linlap.persistence",
     "load": "linlap.persistence",

@@ -32,7 +32,8 @@ import scipy.sparse as sp
 from ._numba.gram import (gram_matvec, sparse_gram, sparse_gram_sym, sparse_product,
                           transform_block)
 
-__all__ = ["KERNELS", "kernel_matrix", "kernel_product", "GramOperator", "check_kernel_params"]
+__all__ = ["KERNELS", "kernel_matrix", "kernel_product", "GramOperator", "check_kernel_params",
+           "check_kernel_choice"]
 
 KERNELS = ("rbf", "poly", "polynomial", "linear")
 _KIND = {"linear": 0, "rbf": 1, "poly": 2, "polynomial": 2}
@@ -58,6 +59,16 @@ def check_kernel_params(kernel, gamma, degree, coef0, n_features):
         if not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
             raise ValueError(f"coef0 must be a finite number, got {coef0!r}.")
     return kind, float(gamma), int(degree) if kind == 2 else 1, float(coef0)
+
+
+def check_kernel_choice(kernel, gamma):
+    """An estimator's ``kernel`` and ``gamma`` ('scale', 'auto' or a number > 0)."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}.")
+    if not (gamma in ("scale", "auto") or (isinstance(gamma, numbers.Real)
+                                            and not isinstance(gamma, bool)
+                                            and np.isfinite(gamma) and gamma > 0)):
+        raise ValueError(f"gamma must be 'scale', 'auto' or a number > 0, got {gamma!r}.")
 
 
 def as_kernel_input(X, name="X"):

@@ -5,6 +5,7 @@ searches), :mod:`.path` (solution path); what they share is in :mod:`._base`.
 """
 
 from .clustering import LaplacianSpectralClustering
+from .emr import EMRClassifier
 from .cv import LapRLSClassifierCV, LapSVMClassifierCV
 from .kernel import KernelLapRLSClassifier, KernelLapSVMClassifier
 from .linear import LapRLSClassifier, LapSVMClassifier
@@ -14,4 +15,4 @@ from .s3vm import LapS3VMClassifier
 __all__ = ["LapRLSClassifier", "LapSVMClassifier", "KernelLapRLSClassifier",
            "KernelLapSVMClassifier", "LapRLSClassifierCV", "LapSVMClassifierCV",
            "LapSVMPathClassifier", "lapsvm_path", "LaplacianSpectralClustering",
-           "LapS3VMClassifier"]
+           "LapS3VMClassifier", "EMRClassifier"]

@@ -33,6 +33,13 @@ def count_nonempty_rows(X):
     return int(np.count_nonzero(np.any(X != 0, axis=1)))
 
 
+def check_finite_solution(coef, intercept):
+    """No NaN or inf escapes a fit."""
+    if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
+        raise ValueError("The solver produced non-finite coefficients; check that X has no "
+                         "extreme values and that gamma_A, gamma_I are not tiny.")
+
+
 def store_params(est, params):
     """Keep every ``__init__`` argument as the attribute of the same name (the
     scikit-learn convention; ``params`` is the ``locals()`` of ``__init__``)."""
@@ -241,9 +248,7 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
             if prev.coef.shape == (targets.shape[1], X.shape[1]):
                 init = prev
         sol = self._solve(X, targets, labeled_rows, unlabeled_rows, graph, balance, init)
-        if not (np.all(np.isfinite(sol.coef)) and np.all(np.isfinite(sol.intercept))):
-            raise ValueError("The solver produced non-finite coefficients; check that X has "
-                             "no extreme values and that gamma_A, gamma_I are not tiny.")
+        check_finite_solution(sol.coef, sol.intercept)
 
         self.classes_ = classes
         self.coef_ = sol.coef

@@ -10,7 +10,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_graph_param, check_positive_int
-from ..gram import KERNELS, GramOperator, kernel_product
+from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers.spectral import kernel_spectral_embedding, linear_spectral_embedding
 from ._base import resolve_graph, store_params
 from .kernel import _resolve_gamma
@@ -133,13 +133,7 @@ class LaplacianSpectralClustering(ClusterMixin, BaseEstimator):
         if (not isinstance(self.reg, numbers.Real) or isinstance(self.reg, bool)
                 or not np.isfinite(self.reg) or self.reg <= 0):
             raise ValueError(f"reg must be a finite number > 0, got {self.reg!r}.")
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}.")
-        g = self.gamma
-        if not (g in ("scale", "auto") or (isinstance(g, numbers.Real)
-                                            and not isinstance(g, bool)
-                                            and np.isfinite(g) and g > 0)):
-            raise ValueError(f"gamma must be 'scale', 'auto' or a number > 0, got {g!r}.")
+        check_kernel_choice(self.kernel, self.gamma)
         if self.n_components is not None and (
                 not isinstance(self.n_components, numbers.Integral)
                 or isinstance(self.n_components, bool) or self.n_components < 1):

@@ -18,11 +18,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_graph_param, check_nonnegative, check_positive_int, check_tol
-from ..gram import KERNELS, GramOperator, kernel_product
+from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.kernel_newton import kernel_newton
 from ..solvers.kernel_pcg import EARLY_STOPPING, kernel_pcg
-from ._base import SemiSupervisedMixin, store_params
+from ._base import SemiSupervisedMixin, check_finite_solution, store_params
 from ..solvers.kernel_dual import dual_workspace_bytes, kernel_lapsvm_dual
 
 __all__ = ["KernelLapSVMClassifier", "KernelLapRLSClassifier"]
@@ -59,13 +59,7 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
         if not self.gamma_A > 0:
             raise ValueError("gamma_A must be > 0 in kernel mode: with gamma_A = 0 the "
                              "coefficients α of the kernel expansion are not determined.")
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}.")
-        g = self.gamma
-        if not (g in ("scale", "auto") or (isinstance(g, numbers.Real)
-                                            and not isinstance(g, bool)
-                                            and np.isfinite(g) and g > 0)):
-            raise ValueError(f"gamma must be 'scale', 'auto' or a number > 0, got {g!r}.")
+        check_kernel_choice(self.kernel, self.gamma)
         if self.solver not in self._solvers:
             raise ValueError(f"solver must be one of {self._solvers}, got {self.solver!r}.")
         if self.early_stopping not in EARLY_STOPPING:
@@ -203,9 +197,7 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
             sol = kernel_newton(gram.dense(), targets, labeled_rows, graph.laplacian_matvec,
                                 tol=1e-9, max_iter=self.max_iter, **common)
         t_solve = time.perf_counter() - t1
-        if not (np.all(np.isfinite(sol.dual_coef)) and np.all(np.isfinite(sol.intercept))):
-            raise ValueError("The solver produced non-finite coefficients; check that X has "
-                             "no extreme values and that gamma_A, gamma_I are not tiny.")
+        check_finite_solution(sol.dual_coef, sol.intercept)
 
         self.classes_ = classes
         self.dual_coef_ = sol.dual_coef

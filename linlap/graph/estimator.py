@@ -6,7 +6,6 @@ is done in :mod:`.search`, :mod:`.weights`, :mod:`.laplacian`, :mod:`.reorder` a
 :mod:`.storage`.
 """
 
-import numbers
 import time
 import warnings
 
@@ -17,27 +16,20 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._memory import check_memory, graph_bytes
-from .._validation import is_int
 from . import reorder as _reorder
 from . import search
 from .laplacian import (LaplacianPasses, laplacian_matrix, laplacian_power, laplacian_product,
                         laplacian_trace, pass_blocks)
 from .storage import load_graph, save_graph
-from .weights import SYMMETRIZE, WEIGHTS, weights_matrix
+from .params import check_graph_params, check_power
+from .weights import weights_matrix
 
 __all__ = ["KNNGraph"]
 
-_SPACES = ("auto", "tfidf", "svd")
-_ALGORITHMS = ("auto", "exact", "nndescent")
 # attributes of a fitted graph that with_laplacian and subgraph views share
 _SHARED = ("neighbors_", "distances_", "adjacency_", "degree_", "heat_sigma_", "algorithm_",
            "space_", "recall_", "n_repaired_", "n_empty_", "n_samples_fit_", "n_features_in_",
            "build_time_", "node_order_")
-
-
-def check_power(p):
-    if not is_int(p) or p < 1:
-        raise ValueError(f"power must be an integer >= 1, got {p!r}.")
 
 
 class KNNGraph(BaseEstimator):
@@ -124,27 +116,12 @@ class KNNGraph(BaseEstimator):
     **Defaults** (k = 50, cosine weights, union, normalised Laplacian, p = 5)
     were chosen by test error on real text (bench/RESULTS.md).
 
-    **Search.**  ``algorithm='exact'`` uses blocked sparse (or dense) dot
-    products with memory bounded by the block size.  ``'nndescent'`` uses
-    pynndescent's k-NN graph (``metric='cosine'``), asks it for
-    ``n_search_neighbors`` neighbours and keeps the best k; rows for which
-    pynndescent returns ``-1`` (it can, on sparse cosine data, when all
-    candidates are orthogonal) or too few neighbours are repaired by exact
-    search (``n_repaired_``).  Distances of the kept neighbours are
-    recomputed exactly in float64, so both paths report identical distances
-    for the same edge.  ``recall_`` is then measured on ``recall_sample``
-    random rows against the exact neighbours in the same space.
-
-    The first pynndescent call of a process pays a numba JIT compilation of
-    tens of seconds.
-
-    **Large n** (above ``exact_max_samples``, ``space='auto'``): exact search
-    costs n² row pairs and pynndescent on sparse TF-IDF finds few true
-    neighbours, so the rows are first embedded by a 50-dimensional
-    TruncatedSVD (fitted on ``svd_sample`` rows) and pynndescent searches that
-    dense space, asking for k + 10 candidates.  The SVD space is chosen for
-    what can be built at scale, not because it is always the better graph
-    (bench/RESULTS.md compares the two).
+    **Search.**  Up to ``exact_max_samples`` rows, exact (blocked dot products,
+    bounded memory); above, pynndescent on a 50-dimensional TruncatedSVD embedding
+    (``space='auto'``), the rows it fails on repaired by exact search and
+    ``recall_`` measured against exact search on ``recall_sample`` rows
+    (docs/design.md, "The graph").  The first pynndescent call of a process pays a
+    numba JIT compilation of tens of seconds.
 
     Parameters
     ----------
@@ -292,55 +269,7 @@ class KNNGraph(BaseEstimator):
     # parameter checks
     # ------------------------------------------------------------------
     def _check_params(self):
-        def choice(name, options):
-            val = getattr(self, name)
-            if not isinstance(val, str) or val not in options:
-                raise ValueError(f"{name} must be one of {options}, got {val!r}.")
-
-        if not is_int(self.n_neighbors) or self.n_neighbors < 1:
-            raise ValueError(f"n_neighbors must be an integer >= 1, got {self.n_neighbors!r}.")
-        choice("weight", WEIGHTS)
-        if self.heat_sigma is not None:
-            if (not isinstance(self.heat_sigma, numbers.Real) or isinstance(self.heat_sigma, bool)
-                    or not np.isfinite(self.heat_sigma) or self.heat_sigma <= 0):
-                raise ValueError(
-                    f"heat_sigma must be a finite number > 0 or None, got {self.heat_sigma!r}.")
-        choice("symmetrize", SYMMETRIZE)
-        if not isinstance(self.normalized, (bool, np.bool_)):
-            raise ValueError(f"normalized must be True or False, got {self.normalized!r}.")
-        check_power(self.power)
-        choice("space", _SPACES)
-        if not is_int(self.n_components) or self.n_components < 1:
-            raise ValueError(f"n_components must be an integer >= 1, got {self.n_components!r}.")
-        if not is_int(self.svd_sample) or self.svd_sample < 1:
-            raise ValueError(f"svd_sample must be an integer >= 1, got {self.svd_sample!r}.")
-        choice("algorithm", _ALGORITHMS)
-        if not is_int(self.exact_max_samples) or self.exact_max_samples < 0:
-            raise ValueError(
-                f"exact_max_samples must be an integer >= 0, got {self.exact_max_samples!r}.")
-        if self.n_search_neighbors is not None and (
-                not is_int(self.n_search_neighbors)
-                or self.n_search_neighbors <= self.n_neighbors):
-            raise ValueError(
-                "n_search_neighbors must be None or an integer > n_neighbors "
-                f"(pynndescent lists each row as its own first neighbour), got "
-                f"{self.n_search_neighbors!r} with n_neighbors={self.n_neighbors}.")
-        if self.nndescent_kwds is not None:
-            if not isinstance(self.nndescent_kwds, dict):
-                raise ValueError(
-                    f"nndescent_kwds must be a dict or None, got {type(self.nndescent_kwds)}.")
-            reserved = sorted(set(self.nndescent_kwds) & set(search.RESERVED_NNDESCENT_KEYS))
-            if reserved:
-                raise ValueError(
-                    f"nndescent_kwds may not set {reserved}: KNNGraph sets them itself.")
-        if not is_int(self.recall_sample) or self.recall_sample < 0:
-            raise ValueError(f"recall_sample must be an integer >= 0, got {self.recall_sample!r}.")
-        if not (isinstance(self.reorder, (bool, np.bool_))
-                or (isinstance(self.reorder, str) and self.reorder == "auto")):
-            raise ValueError(f"reorder must be 'auto', True or False, got {self.reorder!r}.")
-        if self.n_jobs is not None and (not is_int(self.n_jobs) or self.n_jobs == 0):
-            raise ValueError(f"n_jobs must be None or a nonzero integer, got {self.n_jobs!r}.")
-
+        check_graph_params(self)
 
     # ------------------------------------------------------------------
     # fit
@@ -611,6 +540,58 @@ class KNNGraph(BaseEstimator):
             setattr(new, name, getattr(self, name, None))
         new._passes = getattr(self, "_passes", None)  # its renumbered CSR is reused
         new._set_laplacian()
+        return new
+
+    def subgraph(self, n_neighbors=None, *, weight=None, heat_sigma=None, symmetrize=None,
+                 normalized=None, power=None):
+        """The graph of the k' <= k nearest neighbours of each row, no new search.
+
+        The neighbour lists are sorted by distance, so the k'-NN lists are their
+        first k' columns; only the weights, W and the degrees are recomputed (one
+        O(n k') pass).  The result equals ``KNNGraph(n_neighbors=k', ...).fit(X)``
+        up to the order of neighbours at tied distances.  The weights, the
+        symmetrisation and the Laplacian may change too.  A renumbered graph keeps
+        its ``node_order_`` (the subgraph's edges are a subset of its own).
+
+        Parameters
+        ----------
+        n_neighbors : int or None
+            k' (<= ``n_neighbors``); None keeps k.
+        weight, heat_sigma, symmetrize, normalized, power
+            As in the constructor; None keeps this graph's (``heat_sigma=None``
+            keeps the given σ, or recomputes the data-driven one on the k' lists).
+
+        Returns
+        -------
+        graph : KNNGraph
+        """
+        check_is_fitted(self, "adjacency_")
+        params = self.get_params(deep=False)
+        for name, value in (("n_neighbors", n_neighbors), ("weight", weight),
+                            ("heat_sigma", heat_sigma), ("symmetrize", symmetrize),
+                            ("normalized", normalized), ("power", power)):
+            if value is not None:
+                params[name] = value
+        new = type(self)(**params)
+        new._check_params()
+        k = new.n_neighbors
+        if k > self.n_neighbors:
+            raise ValueError(f"n_neighbors={k} exceeds the {self.n_neighbors} neighbours "
+                             f"this graph was built with.")
+        t0 = time.perf_counter()
+        neighbors = self.neighbors_[:, :k]
+        distances = self.distances_[:, :k]
+        W, sigma = weights_matrix(neighbors, distances, new.weight, new.heat_sigma,
+                                   new.symmetrize)
+        new.neighbors_, new.distances_, new.adjacency_ = neighbors, distances, W
+        new.degree_ = np.asarray(W.sum(axis=1)).ravel()
+        new.heat_sigma_ = sigma
+        for name in _SHARED:
+            if name not in ("neighbors_", "distances_", "adjacency_", "degree_",
+                            "heat_sigma_", "build_time_"):
+                setattr(new, name, getattr(self, name, None))
+        new._set_laplacian()
+        new.build_time_ = dict(self.build_time_, weights=time.perf_counter() - t0)
         return new
 
     # ------------------------------------------------------------------

@@ -143,7 +143,7 @@ def squared_hinge_line_search(y, o, o_bar, reg_slope, reg_curvature, n_labeled,
 
 
 def regulariser_line(W, dW, LF, dF, LdF, gamma_A, gamma_I, scale):
-    """Exact quadratic of the regularisers along ``w + δ dw`` (docs/design.md, finite Newton step 4).
+    """Exact quadratic of the regularisers along ``w + δ dw`` (finite Newton step 4).
 
     ``γ_A ‖w + δ dw‖² + γ_I s (f + δ df)ᵀL^p(f + δ df) = const + slope δ + curv δ²``
     per column, from ``L^p f`` (kept up to date) and ``L^p df`` (one graph pass).
@@ -203,7 +203,7 @@ def lapsvm_newton(
     The L2-SVM modified finite Newton method (Keerthi & DeCoste 2005; docs/design.md):
     (1) active set ``I = {labeled i : y_i f_i < 1}`` per column; (2) the Newton point
     is the LapRLS solution with loss rows ``I`` — normal equations
-    ``A_I z = X̃_Iᵀ y_I`` (:class:`~linlap.solvers.normal_operator.NormalOperator` with a per-column
+    ``A_I z = X̃_Iᵀ y_I`` (:class:`~linlap.solvers.normal_operator.NormalOperator`, per-column
     mask) — by CG warm-started at the current point, all columns in one CG run
     sharing every pass over X and the graph; early steps use a loose tolerance
     (ε = 1e-2) and at most 10 CG iterations, later ones ε = ``tol``; (3) if CG

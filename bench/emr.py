@@ -1,0 +1,254 @@
+"""Ensemble manifold regularization and out-of-the-box defaults across corpora.
+
+    python bench/emr.py [--data-dir DIR] [--corpora pcmac,20ng,20ng-top,subjects,synthetic]
+                        [--draws 5] [--methods all|name,name,...] [--study]
+
+DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz`` (and
+``aclImdb_v1_text.tar.xz`` for ``imdb``). Corpora:
+
+* ``pcmac``: the bundled PCMAC (train/test splits), 50 labels;
+* ``20ng``: 20 Newsgroups (bydate train/test), 20 classes, 5 labels per class;
+* ``20ng-top``: the same posts labeled by top-level group (alt, comp, misc, rec, sci, soc,
+  talk: 7 classes), 5 labels per class;
+* ``subjects``: the ``Subject:`` lines of the 20 Newsgroups posts only ("Re:" removed),
+  20 classes, 10 labels per class; training rows left empty by the TF-IDF are dropped;
+* ``synthetic``: ``make_text_corpus(8000, random_state=0)`` (2 classes), first 5,000 rows
+  for training, the other 3,000 for test, 50 labels;
+* ``imdb``: 1,000 labeled training reviews plus the 50,000 unlabeled ones, test split.
+
+Every method sees the same TF-IDF (``linlap.text.make_vectorizer`` fitted on the training
+texts) and, per draw (seeds 0…draws−1), the same labels (``mask_labels``). "best single
+graph (validation)" and the validation-based rows also get as many held-out validation
+labels, drawn from the unlabeled training rows (``default_rng(1000 + seed)``), which stay
+unlabeled for training. The linlap rows share one exact 50-NN search per corpus (reported
+once; EMR takes its candidates from it, as its own fit would from one search at k = 50), so
+their fit times exclude it. LabelSpreading's row is the best k of {10, 20, 50} by mean test
+error (optimistic for it). Prints markdown tables: mean ± std test error %, mean fit time.
+"""
+
+import argparse
+import os
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
+from sklearn.svm import LinearSVC
+
+from linlap import EMRClassifier, KNNGraph, LapRLSClassifier, LapSVMClassifier
+from linlap.datasets import (load_20newsgroups, load_imdb, load_pcmac, make_text_corpus,
+                             mask_labels)
+from linlap.estimators.emr import candidate_graphs
+from linlap.model_selection import LapRLSClassifierCV
+from linlap.text import make_vectorizer
+
+SEARCH_K = 50
+#: the first candidate grid tried (k 10 and 50 mixed); EMRClassifier() uses L^p, p 1, 2, 5, 8
+GRID_KP = {"n_neighbors": [10, 50], "power": [1, 5]}
+
+
+def _subject(text):
+    m = re.search(r"^Subject:(.*)$", text, flags=re.MULTILINE)
+    s = m.group(1) if m else ""
+    return re.sub(r"^\s*((re|fwd?)\s*:\s*)+", "", s.strip(), flags=re.IGNORECASE)
+
+
+def load_corpus(name, data_dir):
+    """(X, y, Xt, yt, draw settings) with the TF-IDF fitted on the training texts."""
+    if name == "synthetic":
+        X, y = make_text_corpus(8000, random_state=0)
+        return X[:5000], y[:5000], X[5000:], y[5000:], dict(n_labeled=50, per_class=False)
+    if name == "pcmac":
+        train, test = load_pcmac("train"), load_pcmac("test")
+        tr, te, y, yt = train.data, test.data, train.target, test.target
+        draw = dict(n_labeled=50, per_class=False)
+    elif name == "imdb":
+        archive = Path(data_dir) / "aclImdb_v1_text.tar.xz"
+        train, test = load_imdb(archive, "train"), load_imdb(archive, "test")
+        unsup = load_imdb(archive, "unsup")
+        tr = list(train.data) + list(unsup.data)
+        y = np.concatenate([train.target, np.full(len(unsup.data), -2)])
+        te, yt = test.data, test.target
+        draw = dict(n_labeled=1000, per_class=False, pool=len(train.data))
+    else:
+        path = Path(data_dir) / "20news-bydate.tar.gz"
+        train, test = load_20newsgroups(path, "train"), load_20newsgroups(path, "test")
+        tr, te, y, yt = train.data, test.data, train.target, test.target
+        draw = dict(n_labeled=5, per_class=True)
+        if name == "20ng-top":
+            tops = sorted({g.split(".")[0] for g in train.target_names})
+            code = np.array([tops.index(g.split(".")[0]) for g in train.target_names])
+            y, yt = code[y], code[yt]
+        elif name == "subjects":
+            tr, te = [_subject(t) for t in tr], [_subject(t) for t in te]
+            draw = dict(n_labeled=10, per_class=True)
+        elif name != "20ng":
+            raise ValueError(f"unknown corpus {name!r}")
+    vec = make_vectorizer()
+    X, Xt = vec.fit_transform(tr), vec.transform(te)
+    keep = np.flatnonzero(X.getnnz(axis=1) > 0)
+    if keep.size < X.shape[0]:
+        draw["dropped_empty"] = int(X.shape[0] - keep.size)
+        X, y = X[keep], y[keep]
+    return X, y, Xt, yt, draw
+
+
+def draw_labels(y, seed, draw):
+    """Training labels (−1 elsewhere) and as many validation labels (−1 elsewhere)."""
+    n_lab, per_class = draw["n_labeled"], draw["per_class"]
+    if "pool" in draw:  # imdb: labels only from the labeled training reviews
+        pool = draw["pool"]
+        ys = np.full(y.size, -1)
+        ys[:pool] = mask_labels(y[:pool], n_lab, random_state=seed)
+    else:
+        ys = mask_labels(y, n_lab, per_class=per_class, random_state=seed)
+    n_val = int((ys != -1).sum())
+    rest = np.flatnonzero(ys == -1)
+    if "pool" in draw:
+        rest = rest[rest < draw["pool"]]
+    val = np.random.default_rng(1000 + seed).choice(rest, n_val, replace=False)
+    yv = np.full(y.size, -1)
+    yv[val] = y[val]
+    return ys, yv
+
+
+def best_single_graph(graphs, make):
+    """Fit one base model per candidate; keep the best on the validation labels."""
+    def fit(X, ys, yv):
+        val = yv != -1
+        best, best_acc = None, -1.0
+        for g in graphs:
+            model = make(g).fit(X, ys)
+            acc = np.mean(model.predict(X[val]) == yv[val])
+            if acc > best_acc:
+                best, best_acc = model, acc
+        return best
+    return fit
+
+
+def methods_for(graph, graphs):
+    """name -> fit(X, ys, yv) returning a fitted model."""
+    lab = lambda ys: ys != -1  # noqa: E731
+    m = {
+        "LapRLSClassifier() (current defaults)":
+            lambda X, ys, yv: LapRLSClassifier(graph=graph).fit(X, ys),
+        "EMRClassifier(LapRLSClassifier()), candidates k {10, 50} × p {1, 5}":
+            lambda X, ys, yv: EMRClassifier(graph=graph, candidates=GRID_KP).fit(X, ys),
+        "EMRClassifier(LapSVMClassifier()), candidates k {10, 50} × p {1, 5}":
+            lambda X, ys, yv: EMRClassifier(LapSVMClassifier(), graph=graph,
+                                            candidates=GRID_KP).fit(X, ys),
+        "best single graph of k {10, 50} × p {1, 5} (validation labels)":
+            best_single_graph(graphs, lambda g: LapRLSClassifier(graph=g)),
+        "LapRLSClassifierCV(cv=3) 7×7 γ grid":
+            lambda X, ys, yv: LapRLSClassifierCV(graph=graph, cv=3).fit(X, ys),
+        "LinearSVC (labels only)":
+            lambda X, ys, yv: LinearSVC().fit(X[lab(ys)], ys[lab(ys)]),
+        "SelfTraining(LogisticRegression(C=10), threshold=0.9)":
+            lambda X, ys, yv: SelfTrainingClassifier(LogisticRegression(C=10),
+                                                     threshold=0.9).fit(X, ys),
+    }
+    for k in (10, 20, 50):
+        m[f"LabelSpreading(knn, k={k}, alpha=0.2)"] = (
+            lambda X, ys, yv, k=k: LabelSpreading(kernel="knn", n_neighbors=k,
+                                                  alpha=0.2).fit(X, ys))
+    return m
+
+
+def study_methods(graph, graphs):
+    """Candidate out-of-the-box choices (--study)."""
+    return {
+        "best single graph of k 50 × p {1, 2, 5, 8} (validation labels)":
+            lambda X, ys, yv: best_single_graph(
+                [graph.with_laplacian(power=p) for p in (1, 2, 5, 8)],
+                lambda g: LapRLSClassifier(graph=g))(X, ys, yv),
+        "EMRClassifier() (default candidates: k 50 × p {1, 2, 5, 8})":
+            lambda X, ys, yv: EMRClassifier(graph=graph).fit(X, ys),
+        "LapRLSClassifier(gamma_I=1)":
+            lambda X, ys, yv: LapRLSClassifier(gamma_I=1.0, graph=graph).fit(X, ys),
+        "EMRClassifier(LapRLSClassifier(gamma_I=1)), candidates k {10, 50} × p {1, 5}":
+            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_I=1.0), graph=graph,
+                                            candidates=GRID_KP).fit(X, ys),
+        "LapRLSClassifierCV(gamma_A=1e-4, gamma_I {0.01, 0.1, 1, 10}, cv=3)":
+            lambda X, ys, yv: LapRLSClassifierCV(gamma_A=[1e-4], gamma_I=[0.01, 0.1, 1, 10],
+                                                 graph=graph, cv=3).fit(X, ys),
+    }
+
+
+def run_corpus(name, args):
+    t = time.perf_counter()
+    X, y, Xt, yt, draw = load_corpus(name, args.data_dir)
+    t_load = time.perf_counter() - t
+    t = time.perf_counter()
+    graph = KNNGraph(n_neighbors=SEARCH_K, algorithm="exact").fit(X)
+    t_search = time.perf_counter() - t
+    graphs, _ = candidate_graphs(X, GRID_KP, graph)
+    methods = methods_for(graph, graphs)
+    if args.study:
+        methods.update(study_methods(graph, graphs))
+    if args.methods != "all":
+        wanted = [w.strip().lower() for w in args.methods.split(";")]
+        methods = {k: v for k, v in methods.items()
+                   if any(w in k.lower() for w in wanted)}
+    print(f"\n### {name}: {X.shape[0]} training docs, {Xt.shape[0]} test, {X.shape[1]} terms, "
+          f"{len(np.unique(yt))} classes; labels {draw}; {args.draws} draws\n")
+    print(f"load + TF-IDF {t_load:.1f} s; exact {SEARCH_K}-NN graph {t_search:.1f} s "
+          f"(shared by the linlap rows, not in their fit time)\n", flush=True)
+    ys0, _ = draw_labels(y, 0, draw)
+    LapRLSClassifier(graph=graph).fit(X, ys0)  # warm-up (numba compilation), untimed
+    print("| method | test error % (mean ± std) | fit time s | notes |")
+    print("|---|---|---|---|", flush=True)
+    res = {}
+    for label, fit in methods.items():
+        errs, times, notes = [], [], []
+        for seed in range(args.draws):
+            ys, yv = draw_labels(y, seed, draw)
+            t = time.perf_counter()
+            model = fit(X, ys, yv)
+            times.append(time.perf_counter() - t)
+            errs.append(100 * np.mean(model.predict(Xt) != yt))
+            if isinstance(model, EMRClassifier):
+                notes.append((model.n_iter_, np.round(model.mu_, 2)))
+        note = ""
+        if notes:
+            note = (f"f steps {min(n for n, _ in notes)}–{max(n for n, _ in notes)}; "
+                    f"mu (draw 0) {notes[0][1].tolist()}")
+        res[label] = (np.mean(errs), np.std(errs), np.mean(times), errs, times)
+        print(f"| {label} | {np.mean(errs):.1f} ± {np.std(errs):.1f} | "
+              f"{np.mean(times):.2f} | {note} |", flush=True)
+    ls = {k: v for k, v in res.items() if k.startswith("LabelSpreading")}
+    if ls:
+        best = min(ls, key=lambda k: ls[k][0])
+        print(f"\nLabelSpreading best k (by test error): {best}: {ls[best][0]:.1f} %")
+    base = res.get("LapRLSClassifier() (current defaults)")
+    emr = res.get("EMRClassifier() (default candidates: k 50 × p {1, 2, 5, 8})")
+    if base and emr:
+        ratio = np.mean(emr[4]) / np.mean(base[4])
+        print(f"EMR fit / default fit: {ratio:.2f}× (same run); with the search: "
+              f"{(np.mean(emr[4]) + t_search) / (np.mean(base[4]) + t_search):.2f}×")
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data-dir", default=os.environ.get("LINLAP_DATA"))
+    ap.add_argument("--corpora", default="pcmac,20ng,20ng-top,subjects,synthetic")
+    ap.add_argument("--draws", type=int, default=5)
+    ap.add_argument("--methods", default="all",
+                    help="';'-separated substrings of method names, or 'all'")
+    ap.add_argument("--study", action="store_true", help="also the default-choice candidates")
+    args = ap.parse_args()
+    corpora = args.corpora.split(",")
+    if args.data_dir is None and any(c not in ("pcmac", "synthetic") for c in corpora):
+        sys.exit("bench/emr.py: give the data folder with --data-dir or set LINLAP_DATA "
+                 "(it holds 20news-bydate.tar.gz and aclImdb_v1_text.tar.xz).")
+    warnings.simplefilter("ignore")
+    for name in corpora:
+        run_corpus(name, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,421 @@
+"""Ensemble manifold regularization (seed 002): learn the graph as a convex combination
+of candidate Laplacians jointly with the classifier."""
+
+import itertools
+import numbers
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils.validation import (check_consistent_length, check_is_fitted, column_or_1d,
+                                      validate_data)
+
+from ..graph import KNNGraph
+from ..solvers._problem import pm1_targets
+from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
+from ._base import store_params
+
+__all__ = ["EMRClassifier", "candidate_graphs"]
+
+#: Candidate grid used when ``candidates=None``.
+DEFAULT_CANDIDATES = {"power": [1, 2, 5, 8]}
+
+_GRID_KEYS = ("n_neighbors", "weight", "heat_sigma", "symmetrize", "normalized", "power")
+# the parameters a subgraph / Laplacian view can change without a new neighbour search
+_VIEW_KEYS = frozenset(_GRID_KEYS)
+
+
+def candidate_graphs(X, candidates, graph=None):
+    """Fitted candidate graphs from a grid spec or a list, with one search per setting.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    candidates : dict or list of KNNGraph
+        A dict maps some of ``n_neighbors``, ``weight``, ``heat_sigma``,
+        ``symmetrize``, ``normalized``, ``power`` to lists of values: the candidates
+        are their Cartesian product (other settings from ``graph``). A list gives the
+        graphs themselves; fitted ones are used as they are, unfitted ones that differ
+        only in the settings above share one neighbour search at their largest k.
+    graph : KNNGraph or None
+        Search settings for a grid (None: ``KNNGraph()``'s). A fitted graph is reused
+        when it has at least the largest k of the grid; an unfitted one is fitted once,
+        at the largest k.
+
+    Returns
+    -------
+    graphs : list of fitted KNNGraph
+    search_time : float
+        Seconds spent in neighbour searches (0 when every graph came fitted).
+    """
+    n = X.shape[0]
+    if isinstance(candidates, dict):
+        unknown = sorted(set(candidates) - set(_GRID_KEYS))
+        if unknown:
+            raise ValueError(f"candidates grid keys must be among {list(_GRID_KEYS)}, "
+                             f"got {unknown}.")
+        base = KNNGraph() if graph is None else graph
+        if not isinstance(base, KNNGraph):
+            raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
+                             f"{type(base).__name__}.")
+        keys = list(candidates)
+        values = []
+        for key in keys:
+            v = candidates[key]
+            v = list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]
+            if not v:
+                raise ValueError(f"candidates[{key!r}] is empty.")
+            values.append(v)
+        settings = [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+        params = base.get_params(deep=False)
+        specs = [KNNGraph(**dict(params, **s)) for s in settings]
+        if getattr(base, "adjacency_", None) is not None:
+            return _views_of(base, specs), 0.0
+        return _from_unfitted(X, specs, n)
+    if isinstance(candidates, KNNGraph):
+        candidates = [candidates]
+    if not isinstance(candidates, (list, tuple)) or not candidates:
+        raise ValueError("candidates must be a non-empty list of KNNGraph or a dict grid, "
+                         f"got {candidates!r}.")
+    for g in candidates:
+        if not isinstance(g, KNNGraph):
+            raise ValueError(f"candidates must be KNNGraph objects, got {type(g).__name__}.")
+    fitted = [getattr(g, "adjacency_", None) is not None for g in candidates]
+    for g, f in zip(candidates, fitted):
+        if f and g.n_samples_fit_ != n:
+            raise ValueError(f"A candidate graph was built on {g.n_samples_fit_} rows but X "
+                             f"has {n}; build the graphs on the X passed to fit.")
+    unfitted = [g for g, f in zip(candidates, fitted) if not f]
+    built, t = _from_unfitted(X, unfitted, n) if unfitted else ([], 0.0)
+    it = iter(built)
+    return [g if f else next(it) for g, f in zip(candidates, fitted)], t
+
+
+def _search_key(g):
+    return tuple(sorted((k, repr(v)) for k, v in g.get_params(deep=False).items()
+                        if k not in _VIEW_KEYS))
+
+
+def _from_unfitted(X, specs, n):
+    """Fit the unfitted ``specs``: one search per group of equal search settings."""
+    out = [None] * len(specs)
+    t = 0.0
+    groups = {}
+    for i, g in enumerate(specs):
+        groups.setdefault(_search_key(g), []).append(i)
+    for idx in groups.values():
+        kmax = max(specs[i].n_neighbors for i in idx)
+        if kmax >= n:
+            raise ValueError(f"n_neighbors={kmax} must be smaller than n_samples={n}.")
+        t0 = time.perf_counter()
+        parent = clone(specs[idx[0]]).set_params(n_neighbors=kmax).fit(X)
+        t += time.perf_counter() - t0
+        views = _views_of(parent, [specs[i] for i in idx])
+        for i, v in zip(idx, views):
+            out[i] = v
+    return out, t
+
+
+def _views_of(parent, specs):
+    """``specs`` as subgraphs / Laplacian views of the fitted ``parent``; specs with the
+    same (k, weight, heat_sigma, symmetrize) share one W (they differ only in L)."""
+    shared = {}
+    out = []
+    for s in specs:
+        if s.n_neighbors > parent.n_neighbors:
+            raise ValueError(f"A candidate has n_neighbors={s.n_neighbors} but the search "
+                             f"graph has only {parent.n_neighbors}.")
+        key = (s.n_neighbors, s.weight, repr(s.heat_sigma), s.symmetrize)
+        same_w = (s.n_neighbors == parent.n_neighbors and s.weight == parent.weight
+                  and repr(s.heat_sigma) == repr(parent.heat_sigma)
+                  and s.symmetrize == parent.symmetrize)
+        if key not in shared:
+            shared[key] = parent if same_w else parent.subgraph(
+                s.n_neighbors, weight=s.weight, heat_sigma=s.heat_sigma,
+                symmetrize=s.symmetrize)
+        w = shared[key]
+        out.append(w.with_laplacian(normalized=s.normalized, power=s.power))
+    return out
+
+
+class _EnsembleGraph(KNNGraph):
+    """A fitted stand-in for a KNNGraph whose operator is ``Σ_k c_k L_k^{p_k}``.
+
+    ``scale_ = 1``: the weights ``c_k = μ_k s_k`` carry each candidate's own scale.
+    The base estimators use only ``laplacian_matvec`` and ``scale_``.
+    """
+
+    @classmethod
+    def build(cls, graphs, weights, parts):
+        new = cls()
+        first = graphs[0]
+        new.graphs_ = graphs
+        new.weights_ = np.asarray(weights, dtype=np.float64)
+        new._parts = parts
+        new.adjacency_ = first.adjacency_
+        new.n_samples_fit_ = first.n_samples_fit_
+        new.n_features_in_ = first.n_features_in_
+        new.trace_ = 1.0
+        new.scale_ = 1.0
+        return new
+
+    def laplacian_matvec(self, Z, out=None, work=None):
+        """``Σ_k weights_k L_k^{p_k} Z``."""
+        groups = [(g.laplacian_matvec, pairs) for g, pairs in self._parts]
+        return combined_laplacian_matvec(groups, self.weights_)(Z, out=out, work=work)
+
+    def laplacian_matrix(self, power=None):
+        """``Σ_k weights_k L_k^{p_k}`` as a sparse matrix (tests and small problems)."""
+        out = None
+        for g, w in zip(self.graphs_, self.weights_):
+            term = w * g.laplacian_matrix()
+            out = term if out is None else out + term
+        return sp.csr_matrix(out)
+
+    def with_laplacian(self, normalized=None, power=None):
+        raise NotImplementedError("an ensemble graph has no single Laplacian to change")
+
+    def subgraph(self, *args, **kwargs):
+        raise NotImplementedError("an ensemble graph has no single neighbour list")
+
+
+def _group_parts(graphs):
+    """[(power-1 view, [(k, p_k), ...]), ...]: candidates sharing W and the
+    normalisation share their Laplacian passes."""
+    parts = {}
+    for k, g in enumerate(graphs):
+        key = (id(g.adjacency_), bool(g.normalized))
+        if key not in parts:
+            parts[key] = (g if g.power == 1 else g.with_laplacian(power=1), [])
+        parts[key][1].append((k, int(g.power)))
+    return list(parts.values())
+
+
+class EMRClassifier(ClassifierMixin, BaseEstimator):
+    """Ensemble manifold regularization (seed 002) over a base Laplacian classifier.
+
+    Instead of one graph, the graph term is a convex combination of m candidate
+    Laplacians learned jointly with the classifier. With the base estimator's loss V
+    and linlap's scaling of each graph term, the joint objective (seed 002 eq. 3) is
+
+        J(f, μ) = Σ_c [ (1/l) Σ_{i labeled} V(y_ic, f_ic) + γ_A ‖f_c‖² ]
+                  + γ_I Σ_k μ_k s_k Σ_c f_cᵀ L_k^{p_k} f_c + γ_R ‖μ‖²,
+
+    over the target columns c (±1, one per one-vs-rest class — all classes share one
+    μ) and μ on the simplex (μ ≥ 0, Σ μ_k = 1); ``s_k = 1/trace(L_k)`` is candidate k's
+    ``scale_``, ``‖f_c‖²`` the base's ambient norm (``‖w‖²``, or ``αᵀKα`` in kernel
+    mode). Starting from μ = 1/m it alternates
+
+    (a) the base estimator's fit with the graph term ``γ_I fᵀ (Σ_k μ_k s_k L_k^{p_k}) f``
+        (applied as ``Σ_k μ_k s_k (L_k^{p_k} v)``, never formed; candidates that are
+        powers of one Laplacian share its passes, a candidate with μ_k = 0 costs
+        nothing), warm-started from the previous f;
+    (b) μ by the pairwise closed-form updates of seed 002 eq. 10 on
+        ``S_k = γ_I s_k Σ_c f_cᵀ L_k^{p_k} f_c`` (exact minimisation of eq. 4);
+
+    and stops when the relative decrease of J over one alternation is below ``tol``
+    (or after ``max_iter`` f steps). Each μ step is exact and each f step minimises J
+    to the base solver's tolerance, so J does not increase (up to that tolerance; the
+    kernel solvers' early stopping is not a minimisation).
+
+    Parameters
+    ----------
+    estimator : estimator or None, default=None
+        The base classifier: :class:`~linlap.LapRLSClassifier` (None: its defaults),
+        :class:`~linlap.LapSVMClassifier`, :class:`~linlap.KernelLapRLSClassifier` or
+        :class:`~linlap.KernelLapSVMClassifier`. Its ``gamma_A``, ``gamma_I``, loss,
+        ``unlabeled`` and solver settings are used; its ``graph`` is replaced.
+    candidates : dict, list of KNNGraph or None, default=None
+        The candidate graphs. A dict is a grid over ``n_neighbors``, ``weight``,
+        ``heat_sigma``, ``symmetrize``, ``normalized`` and ``power`` (lists of values;
+        their Cartesian product), built with one neighbour search at the largest k
+        (:meth:`KNNGraph.subgraph` gives the smaller k, :meth:`KNNGraph.with_laplacian`
+        the other Laplacians). A list gives the graphs (fitted ones are reused;
+        unfitted ones differing only in those settings share one search). None:
+        ``{'power': [1, 2, 5, 8]}`` on ``graph`` (default ``KNNGraph()``: k = 50, cosine
+        weights, normalised) — one W whose four powers share their passes. (On the
+        corpora of ``bench/emr.py`` it came within 1.4 points of the default single graph
+        and beat the validation-chosen one; a grid mixing k = 10 and 50 did worse, μ going
+        to the smoother k = 10 graphs.)
+    graph : KNNGraph or None, default=None
+        Search settings of a grid (algorithm, space, random_state, …); a fitted graph
+        with at least the grid's largest k is reused without a new search.
+    gamma_R : float or 'auto', default='auto'
+        Weight of ``‖μ‖²``. Large values keep μ near uniform, 0 puts all weight on the
+        smoothest candidate. 'auto' (seed 002 §4): the mean of ``S_k`` at the first
+        f (uniform μ), then fixed.
+    tol : float, default=1e-3
+        Relative decrease of J per alternation below which the loop stops.
+    max_iter : int, default=10
+        Maximum number of f steps (base fits).
+    verbose : int, default=0
+        Print μ and J after each alternation to stderr.
+
+    Attributes
+    ----------
+    mu_ : ndarray of shape (m,)
+        Learned weights of the candidates.
+    smoothness_ : ndarray of shape (m,)
+        ``S_k`` of the final f on each candidate.
+    objective_ : list of float
+        J after the first f step, then after each μ step and each following f step.
+    gamma_R_ : float
+        γ_R used.
+    graphs_ : list of KNNGraph
+        The fitted candidates.
+    estimator_ : estimator
+        The base estimator fitted with the final combination (its ``graph_`` is the
+        combined operator).
+    n_iter_ : int
+        f steps (base fits).
+    converged_ : bool
+    classes_, transduction_, n_features_in_
+        Those of ``estimator_`` (and ``coef_``, ``intercept_`` for a linear base).
+    fit_time_ : dict
+        Seconds: 'search' (neighbour searches), 'graphs' (weights of the candidates),
+        'fits' (the alternation), 'total'.
+    """
+
+    def __init__(self, estimator=None, *, candidates=None, graph=None, gamma_R="auto",
+                 tol=1e-3, max_iter=10, verbose=0):
+        store_params(self, locals())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def _base(self):
+        from .linear import LapRLSClassifier, LapSVMClassifier
+        from .kernel import KernelLapRLSClassifier, KernelLapSVMClassifier
+
+        est = LapRLSClassifier() if self.estimator is None else self.estimator
+        kinds = (LapRLSClassifier, LapSVMClassifier, KernelLapRLSClassifier,
+                 KernelLapSVMClassifier)
+        if not isinstance(est, kinds):
+            raise ValueError(f"estimator must be one of {[k.__name__ for k in kinds]} or None, "
+                             f"got {type(est).__name__}.")
+        if isinstance(est, (LapRLSClassifier, KernelLapRLSClassifier)):
+            loss = "squared"
+        elif isinstance(est, LapSVMClassifier):
+            loss = est.loss
+        else:
+            loss = "squared_hinge"
+        return est, loss, isinstance(est, (KernelLapRLSClassifier, KernelLapSVMClassifier))
+
+    def _check_params(self):
+        if not (isinstance(self.gamma_R, str) and self.gamma_R == "auto"):
+            v = self.gamma_R
+            if (not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_))
+                    or not np.isfinite(v) or v < 0):
+                raise ValueError(f"gamma_R must be 'auto' or a finite number >= 0, got {v!r}.")
+        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
+            raise ValueError(f"tol must be > 0, got {self.tol!r}.")
+        if (not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool)
+                or self.max_iter < 1):
+            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
+
+    def fit(self, X, y):
+        """Fit on labeled and unlabeled rows (``y == estimator.unlabeled`` marks unlabeled).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        t_start = time.perf_counter()
+        self._check_params()
+        base, loss, kernel = self._base()
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                          ensure_min_samples=2)
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(X, y)
+        labeled, _, _, y_idx = base._check_labels(y)  # the base's own label rules
+        T = pm1_targets(y_idx, int(y_idx.max()) + 1)
+        n = X.shape[0]
+        t0 = time.perf_counter()
+        spec = DEFAULT_CANDIDATES if self.candidates is None else self.candidates
+        graphs, t_search = candidate_graphs(X, spec, self.graph)
+        t_graphs = time.perf_counter() - t0 - t_search
+        m = len(graphs)
+        parts = _group_parts(graphs)
+        steps = [(g.laplacian_matvec, pairs) for g, pairs in parts]
+        scales = np.array([g.scale_ for g in graphs])
+
+        est = clone(base).set_params(warm_start=True)
+        gamma_A, gamma_I = float(est.gamma_A), float(est.gamma_I)
+        fit_state = {}
+
+        def decision_train(e):
+            F = e.decision_function(X)
+            return np.asarray(F, dtype=np.float64).reshape(n, -1)
+
+        def solve_f(mu, previous):
+            e = est
+            e.set_params(graph=_EnsembleGraph.build(graphs, mu * scales, parts))
+            e.fit(X, y)
+            F = decision_train(e)
+            O = F[labeled]
+            if loss == "squared":
+                V = (T - O) ** 2
+            elif loss == "squared_hinge":
+                V = np.maximum(0.0, 1.0 - T * O) ** 2
+            else:
+                V = np.maximum(0.0, 1.0 - T * O)
+            if kernel:
+                ambient = np.sum(e.dual_coef_.T * (F - e.intercept_))
+            else:
+                ambient = np.sum(e.coef_ * e.coef_)
+            fit_state["F"] = F
+            return e, float(V.sum() / labeled.size + gamma_A * ambient)
+
+        def smoothness(e):
+            F = fit_state["F"]
+            terms = laplacian_terms(steps, m, F)
+            return np.array([gamma_I * scales[k] * float(np.sum(F * terms[k]))
+                             for k in range(m)])
+
+        def report(it, mu, J):
+            print(f"[EMR] iteration {it}: J = {J:.6g}, mu = {np.round(mu, 3)}",
+                  file=sys.stderr)
+
+        t0 = time.perf_counter()
+        res = emr_alternate(solve_f, smoothness, m, gamma_R=self.gamma_R, tol=self.tol,
+                            max_iter=self.max_iter,
+                            callback=report if self.verbose else None)
+        t_fits = time.perf_counter() - t0
+        est = res.solution
+        est.set_params(warm_start=base.warm_start)
+        self.estimator_ = est
+        self.graphs_ = graphs
+        self.mu_ = res.mu
+        self.smoothness_ = res.smoothness
+        self.objective_ = res.objective
+        self.gamma_R_ = res.gamma_R
+        self.n_iter_ = res.n_iter
+        self.converged_ = res.converged
+        self.classes_ = est.classes_
+        self.transduction_ = est.transduction_
+        self.graph_ = est.graph_
+        if not kernel:
+            self.coef_ = est.coef_
+            self.intercept_ = est.intercept_
+        self.fit_time_ = {"search": t_search, "graphs": t_graphs, "fits": t_fits,
+                          "total": time.perf_counter() - t_start}
+        return self
+
+    def decision_function(self, X):
+        """Decision values of the base estimator fitted with the learned graph."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.decision_function(X)
+
+    def predict(self, X):
+        """Class labels of X."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.predict(X)

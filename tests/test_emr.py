@@ -1,0 +1,301 @@
+"""EMRClassifier and its solver pieces: the μ step against a brute-force simplex
+minimiser, the combined operator and the alternation against dense references."""
+
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+
+from linlap import EMRClassifier, KNNGraph, LapRLSClassifier, LapSVMClassifier
+from linlap.datasets import mask_labels
+from linlap.estimators.emr import candidate_graphs
+from linlap.solvers.emr import (combined_laplacian_matvec, laplacian_terms, mu_objective,
+                                pair_update, update_mu)
+
+from reference import blobs, dense_solution
+
+
+def brute_force_mu(s, gamma_R):
+    """Exact minimiser of Σ μ_k s_k + γ_R‖μ‖² on the simplex by enumerating supports:
+    on a support S the stationary point is μ_S = (λ − s_S)/(2γ_R) with Σ μ_S = 1; keep the
+    feasible one of least objective (γ_R = 0: the best vertex)."""
+    m = len(s)
+    best, best_val = None, np.inf
+    if gamma_R == 0:
+        k = int(np.argmin(s))
+        return np.eye(m)[k]
+    for size in range(1, m + 1):
+        for S in itertools.combinations(range(m), size):
+            S = list(S)
+            lam = (2 * gamma_R + s[S].sum()) / size
+            mu = np.zeros(m)
+            mu[S] = (lam - s[S]) / (2 * gamma_R)
+            if np.all(mu >= -1e-15):
+                val = mu_objective(mu, s, gamma_R)
+                if val < best_val:
+                    best, best_val = mu, val
+    return best
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_pairwise_update_equals_brute_force(m):
+    rng = np.random.default_rng(m)
+    for trial in range(30):
+        s = rng.exponential(size=m) * rng.choice([0.01, 1, 100])
+        gamma_R = float(rng.choice([0.0, 1e-3, 0.1, 1.0, 10.0])) * s.mean()
+        start = rng.dirichlet(np.ones(m))
+        mu = update_mu(s, gamma_R, start)
+        ref = brute_force_mu(s, gamma_R)
+        assert mu.sum() == pytest.approx(1.0) and np.all(mu >= 0)
+        np.testing.assert_allclose(mu, ref, atol=1e-9)
+        # never worse than where it started
+        assert mu_objective(mu, s, gamma_R) <= mu_objective(start, s, gamma_R) + 1e-12
+
+
+def test_pair_update_is_eq10():
+    # interior case: μ_i = (2γ_R(μ_i+μ_j) + s_j − s_i)/(4γ_R)
+    a, b = pair_update(0.3, 0.2, 1.0, 1.2, 1.0)
+    assert a == pytest.approx((2 * 0.5 + 0.2) / 4) and a + b == pytest.approx(0.5)
+    # boundary cases of eq. 10
+    assert pair_update(0.3, 0.2, 5.0, 0.0, 1.0) == (0.0, 0.5)
+    assert pair_update(0.3, 0.2, 0.0, 5.0, 1.0) == (0.5, 0.0)
+    assert pair_update(0.3, 0.2, 1.0, 1.0, 0.0) == (0.3, 0.2)
+
+
+def test_update_mu_limits():
+    s = np.array([3.0, 1.0, 2.0, 5.0])
+    np.testing.assert_allclose(update_mu(s, 1e12), np.full(4, 0.25), atol=1e-9)
+    np.testing.assert_array_equal(update_mu(s, 0.0), [0, 1, 0, 0])
+    with pytest.raises(ValueError):
+        update_mu(s, -1.0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = blobs(n=70, d=10, n_classes=2, seed=3, sparse=True)
+    return X, y
+
+
+def _grid_graphs(X):
+    graphs, _ = candidate_graphs(X, {"n_neighbors": [4, 8], "power": [1, 2],
+                                     "normalized": [True, False]})
+    return graphs
+
+
+def test_subgraph_equals_fit_at_smaller_k(data):
+    X, _ = data
+    g = KNNGraph(n_neighbors=10, weight="heat", power=2).fit(X)
+    for k, weight, sym in [(4, "heat", "union"), (7, "cosine", "mutual"), (10, "binary", "union")]:
+        sub = g.subgraph(k, weight=weight, symmetrize=sym)
+        ref = KNNGraph(n_neighbors=k, weight=weight, symmetrize=sym, power=2).fit(X)
+        np.testing.assert_array_equal(sub.neighbors_, ref.neighbors_)
+        np.testing.assert_allclose(sub.adjacency_.toarray(), ref.adjacency_.toarray(),
+                                   atol=1e-12)
+        assert sub.scale_ == pytest.approx(ref.scale_)
+        z = np.random.default_rng(0).standard_normal((X.shape[0], 2))
+        np.testing.assert_allclose(sub.laplacian_matvec(z), ref.laplacian_matvec(z),
+                                   atol=1e-10)
+    assert g.n_neighbors == 10 and g.subgraph(4).n_neighbors == 4
+    with pytest.raises(ValueError):
+        g.subgraph(11)
+
+
+def test_grid_is_one_search_and_matches_separate_fits(data):
+    X, _ = data
+    graphs = _grid_graphs(X)
+    assert len(graphs) == 8
+    # one W per k, shared by its Laplacian views
+    assert len({id(g.adjacency_) for g in graphs}) == 2
+    for g in graphs:
+        ref = KNNGraph(n_neighbors=g.n_neighbors, power=g.power,
+                       normalized=g.normalized).fit(X)
+        np.testing.assert_allclose(g.laplacian_matrix().toarray(),
+                                   ref.laplacian_matrix().toarray(), atol=1e-12)
+
+
+def test_combined_matvec_and_terms(data):
+    from linlap.estimators.emr import _group_parts
+
+    X, _ = data
+    graphs = _grid_graphs(X)
+    parts = _group_parts(graphs)
+    groups = [(g.laplacian_matvec, pairs) for g, pairs in parts]
+    assert len(groups) == 4  # (k, normalised) pairs; the powers share passes
+    rng = np.random.default_rng(1)
+    w = rng.random(len(graphs))
+    w[2] = 0.0
+    F = rng.standard_normal((X.shape[0], 3))
+    ref = sum(wk * (g.laplacian_matrix() @ F) for wk, g in zip(w, graphs))
+    np.testing.assert_allclose(combined_laplacian_matvec(groups, w)(F), ref, atol=1e-10)
+    out, work = np.empty_like(F), np.empty(F.size)
+    combined_laplacian_matvec(groups, w)(F, out=out, work=work)
+    np.testing.assert_allclose(out, ref, atol=1e-10)
+    for term, g in zip(laplacian_terms(groups, len(graphs), F), graphs):
+        np.testing.assert_allclose(term, g.laplacian_matrix() @ F, atol=1e-10)
+
+
+def _dense_check(emr, X, ys, gamma_A, gamma_I):
+    """The final f is the dense LapRLS minimiser for the combined Laplacian at mu_."""
+    Xd = X.toarray() if sp.issparse(X) else X
+    lab = np.flatnonzero(ys != -1)
+    T = np.where(ys[lab] == emr.classes_[1], 1.0, -1.0)[:, None]
+    Lc = sum(mu * g.scale_ * g.laplacian_matrix().toarray()
+             for mu, g in zip(emr.mu_, emr.graphs_))
+    Z = dense_solution(Xd, Lc, lab, T, gamma_A, gamma_I, 1.0)
+    np.testing.assert_allclose(emr.coef_[0], Z[:-1, 0], rtol=1e-5, atol=1e-7)
+    # the recorded J is the documented joint objective at (f, mu_)
+    f = Xd @ Z[:-1, 0] + Z[-1, 0]
+    S = np.array([gamma_I * g.scale_ * f @ g.laplacian_matrix().toarray() @ f
+                  for g in emr.graphs_])
+    J = (np.mean((T[:, 0] - f[lab]) ** 2) + gamma_A * Z[:-1, 0] @ Z[:-1, 0]
+         + emr.mu_ @ S + emr.gamma_R_ * emr.mu_ @ emr.mu_)
+    np.testing.assert_allclose(emr.smoothness_, S, rtol=1e-5)
+    assert emr.objective_[-1] == pytest.approx(J, rel=1e-6)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("gamma_R", ["auto", 0.05])
+def test_objective_never_increases_and_matches_dense(data, sparse, gamma_R):
+    X, y = data
+    X = X if sparse else X.toarray()
+    ys = mask_labels(y, 10, random_state=0)
+    gamma_A, gamma_I = 1e-2, 5.0
+    base = LapRLSClassifier(gamma_A=gamma_A, gamma_I=gamma_I, tol=1e-12, max_iter=5000)
+    emr = EMRClassifier(base, candidates=_grid_graphs(X), gamma_R=gamma_R, tol=1e-10,
+                        max_iter=15).fit(X, ys)
+    J = np.asarray(emr.objective_)
+    assert J.size >= 3 and emr.n_iter_ >= 2
+    assert np.all(np.diff(J) <= 1e-10 * np.abs(J[:-1])), J
+    assert J[-1] < J[0]
+    assert emr.mu_.shape == (8,) and emr.mu_.sum() == pytest.approx(1.0)
+    assert not np.allclose(emr.mu_, 1 / 8)
+    _dense_check(emr, X, ys, gamma_A, gamma_I)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_lapsvm_objective_never_increases(data, sparse):
+    X, y = data
+    X = X if sparse else X.toarray()
+    ys = mask_labels(y, 12, random_state=1)
+    base = LapSVMClassifier(gamma_A=1e-2, gamma_I=5.0, tol=1e-10)
+    emr = EMRClassifier(base, candidates=_grid_graphs(X), tol=1e-10, max_iter=8).fit(X, ys)
+    J = np.asarray(emr.objective_)
+    assert np.all(np.diff(J) <= 1e-8 * np.abs(J[:-1])), J
+    assert J[-1] < J[0]
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_gamma_R_limits(data, sparse):
+    X, y = data
+    X = X if sparse else X.toarray()
+    ys = mask_labels(y, 10, random_state=2)
+    graphs = _grid_graphs(X)
+    base = LapRLSClassifier(gamma_A=1e-2, gamma_I=5.0, tol=1e-10)
+    big = EMRClassifier(base, candidates=graphs, gamma_R=1e9).fit(X, ys)
+    np.testing.assert_allclose(big.mu_, np.full(8, 1 / 8), atol=1e-6)
+    zero = EMRClassifier(base, candidates=graphs, gamma_R=0.0, max_iter=20).fit(X, ys)
+    k = int(np.argmin(zero.smoothness_))
+    np.testing.assert_array_equal(zero.mu_, np.eye(8)[k])
+    # every candidate's smoothness is positive: the weight really is on the smoothest
+    assert np.all(zero.smoothness_ > 0) and np.sum(zero.smoothness_ == zero.smoothness_[k]) == 1
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_informative_graph_gets_the_weight(sparse):
+    # three classes; one graph built on the class structure, three on noise features
+    X, y = blobs(n=90, d=12, n_classes=3, seed=5, sparse=sparse, noise=0.2)
+    rng = np.random.default_rng(0)
+    good = KNNGraph(n_neighbors=6, power=1).fit(X)
+    noise = [KNNGraph(n_neighbors=6, power=1).fit(np.abs(rng.standard_normal((90, 5))))
+             for _ in range(3)]
+    ys = mask_labels(y, 3, per_class=True, random_state=0)
+    base = LapRLSClassifier(gamma_A=1e-3, gamma_I=10.0, tol=1e-8)
+    for order in ([good] + noise, noise + [good]):
+        emr = EMRClassifier(base, candidates=order).fit(X, ys)
+        i = order.index(good)
+        assert emr.mu_.shape == (4,)  # one μ shared by the three classes
+        assert emr.mu_[i] > 0.6, emr.mu_
+        assert emr.mu_[i] == emr.mu_.max()
+        # EMR beats the uniform mixture on the unlabeled rows
+        unif = EMRClassifier(base, candidates=order, gamma_R=1e9).fit(X, ys)
+        unl = ys == -1
+        assert np.mean(emr.transduction_[unl] == y[unl]) >= \
+            np.mean(unif.transduction_[unl] == y[unl])
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("make", [
+    lambda g: LapRLSClassifier(gamma_A=1e-3, gamma_I=3.0, graph=g, tol=1e-10),
+    lambda g: LapSVMClassifier(gamma_A=1e-3, gamma_I=3.0, graph=g, tol=1e-10),
+    lambda g: LapSVMClassifier(gamma_A=1e-3, gamma_I=3.0, graph=g, solver="tinv",
+                               loss="hinge", tol=1e-8, max_iter=100000),
+])
+def test_one_candidate_equals_base(sparse, make):
+    X, y = blobs(n=60, d=8, n_classes=3, seed=1, sparse=sparse)
+    ys = mask_labels(y, 12, random_state=0)
+    g = KNNGraph(n_neighbors=5, power=2).fit(X)
+    base = make(g).fit(X, ys)
+    emr = EMRClassifier(make(None), candidates=[g]).fit(X, ys)
+    np.testing.assert_array_equal(emr.mu_, [1.0])
+    assert emr.n_iter_ == 1
+    np.testing.assert_allclose(emr.coef_, base.coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(emr.intercept_, base.intercept_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(emr.predict(X), base.predict(X))
+    np.testing.assert_array_equal(emr.transduction_, base.transduction_)
+
+
+def test_kernel_base_one_candidate():
+    from linlap import KernelLapRLSClassifier
+
+    X, y = blobs(n=50, d=6, seed=2)
+    ys = mask_labels(y, 8, random_state=0)
+    g = KNNGraph(n_neighbors=5, power=1).fit(X)
+    base = KernelLapRLSClassifier(gamma_I=1.0, graph=g, solver="direct").fit(X, ys)
+    emr = EMRClassifier(KernelLapRLSClassifier(gamma_I=1.0, solver="direct"),
+                        candidates=[g]).fit(X, ys)
+    np.testing.assert_allclose(emr.decision_function(X), base.decision_function(X),
+                               rtol=1e-6, atol=1e-8)
+    emr2 = EMRClassifier(KernelLapRLSClassifier(gamma_I=1.0, solver="direct"),
+                         candidates={"n_neighbors": [3, 6]}).fit(X, ys)
+    assert emr2.mu_.shape == (2,) and np.all(np.diff(emr2.objective_) <= 1e-8)
+
+
+def test_conventions_and_validation(data):
+    X, y = data
+    ys = mask_labels(y, 10, random_state=0).astype(object)
+    ys[ys == -1] = None
+    ys[ys == 0], ys[ys == 1] = "a", "b"
+    emr = EMRClassifier(LapRLSClassifier(unlabeled=None),
+                        candidates={"n_neighbors": [3, 5]}).fit(X, ys)
+    assert set(emr.classes_) == {"a", "b"} and emr.predict(X).dtype == object
+    assert clone(emr).get_params()["candidates"] == {"n_neighbors": [3, 5]}
+    again = pickle.loads(pickle.dumps(emr))
+    np.testing.assert_allclose(again.decision_function(X), emr.decision_function(X))
+    ys = mask_labels(y, 10, random_state=0)
+    for bad in [dict(gamma_R=-1.0), dict(gamma_R="big"), dict(tol=0), dict(max_iter=0),
+                dict(estimator=KNNGraph()), dict(candidates={"alpha": [1]}),
+                dict(candidates=[]), dict(candidates={"n_neighbors": [200]}),
+                dict(candidates=[KNNGraph(n_neighbors=3).fit(X[:30])])]:
+        with pytest.raises(ValueError):
+            EMRClassifier(**bad).fit(X, ys)
+    # a fitted search graph with enough neighbours is reused, not rebuilt
+    g = KNNGraph(n_neighbors=6).fit(X)
+    emr = EMRClassifier(graph=g, candidates={"n_neighbors": [3, 6]}).fit(X, ys)
+    assert emr.fit_time_["search"] == 0.0 and emr.graphs_[1].adjacency_ is g.adjacency_
+
+
+def test_unfitted_list_shares_one_search(data):
+    X, _ = data
+    specs = [KNNGraph(n_neighbors=3, power=1), KNNGraph(n_neighbors=6, power=2),
+             KNNGraph(n_neighbors=4, weight="binary", normalized=False)]
+    graphs, t = candidate_graphs(X, specs)
+    assert t > 0 and all(s.n_neighbors == g.n_neighbors for s, g in zip(specs, graphs))
+    assert not hasattr(specs[0], "adjacency_")  # the given graphs are not modified
+    for g in graphs:  # every neighbour list is a view of the one k = 6 search
+        assert np.shares_memory(g.neighbors_, graphs[1].neighbors_)
+        ref = clone(specs[graphs.index(g)]).fit(X)
+        np.testing.assert_allclose(g.laplacian_matrix().toarray(),
+                                   ref.laplacian_matrix().toarray(), atol=1e-12)
