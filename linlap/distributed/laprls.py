@@ -2,8 +2,7 @@
 
 import numpy as np
 
-from ..solvers._problem import LinearSolution, check_rows_and_targets, check_weights
-from ..solvers.cg import batched_cg
+from ..solvers.laprls import laprls_linear
 from .operator import DistributedNormalOperator
 
 __all__ = ["laprls_fit"]
@@ -67,48 +66,17 @@ def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
     """
     if not hasattr(graph, "laplacian_matvec") or not hasattr(graph, "scale_"):
         raise TypeError("graph must be a fitted KNNGraph (laplacian_matvec and scale_).")
-    scale = float(graph.scale_)
-    check_weights(gamma_A, gamma_I, scale)
-    if gamma_A == 0 and gamma_I == 0:
-        raise ValueError("gamma_A and gamma_I cannot both be 0.")
-    op = DistributedNormalOperator(
-        X, np.empty(0, dtype=np.intp), graph.laplacian_matvec if gamma_I > 0 else None,
-        alpha=0.0, beta=0.0, fit_intercept=fit_intercept, client=client, retries=retries)
+    op = DistributedNormalOperator(X, np.empty(0, dtype=np.intp), graph.laplacian_matvec,
+                                   alpha=0.0, beta=0.0, fit_intercept=fit_intercept,
+                                   client=client, retries=retries)
     try:
-        n = op.n_samples
-        n_graph = getattr(graph, "n_samples_fit_", n)
-        if n_graph != n:
-            raise ValueError(f"The graph has {n_graph} nodes but X has {n} rows.")
-        T, rows = check_rows_and_targets(n, targets, labeled_rows)
-        if not np.all(np.isfinite(T)):
-            raise ValueError("targets must be finite.")
-        l, k = T.shape
-        op.set_rows(rows)
-        op.alpha, op.beta = gamma_A * l, gamma_I * scale * l
-        B = op.rhs(T)
-        c = None
-        if balance is not None:
-            if unlabeled_rows is None or len(unlabeled_rows) == 0:
-                raise ValueError("balance needs a non-empty unlabeled_rows.")
-            c = op.row_mean(unlabeled_rows)
-            B = np.hstack([B, c[:, None]])
-        Z0 = None
-        if init is not None:
-            Z0 = init.state.get("Z")
-            if Z0 is not None and Z0.shape != B.shape:
-                Z0 = None
-        Z, info = batched_cg(op.matvec, B, Z0, tol=tol, max_iter=max_iter, callback=callback,
-                             name="LapRLS conjugate gradients (Dask)")
-        state = {"Z": Z.copy(), "n_matvec": op.n_matvec}
-        if balance is not None:
-            Z0_, z1 = Z[:, :k], Z[:, k]
-            nu = (np.asarray(balance, float) - c @ Z0_) / (c @ z1)
-            Z = Z0_ + np.outer(z1, nu)
-        F = op.decision(Z)
+        n_graph = getattr(graph, "n_samples_fit_", op.n_samples)
+        if n_graph != op.n_samples:
+            raise ValueError(f"The graph has {n_graph} nodes but X has {op.n_samples} rows.")
+        return laprls_linear(
+            None, targets, labeled_rows, graph.laplacian_matvec, gamma_A=gamma_A,
+            gamma_I=gamma_I, scale=float(graph.scale_), balance=balance,
+            unlabeled_rows=unlabeled_rows, fit_intercept=fit_intercept, tol=tol,
+            max_iter=max_iter, init=init, callback=callback, base_operator=op)
     finally:
         op.release()
-    d = op.n_features
-    coef = Z[:d].T.copy()
-    intercept = Z[d].copy() if fit_intercept else np.zeros(k)
-    return LinearSolution(coef, intercept, F, info.n_iter, float(info.residual.max()),
-                          bool(info.converged.all()), state, info.history)

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ._problem import LinearSolution, check_problem, unlabeled_mean
+from ._problem import (LinearSolution, check_problem, check_rows_and_targets, check_weights,
+                       unlabeled_mean)
 from .cg import batched_cg
 from .normal_operator import NormalOperator
 
@@ -25,6 +26,7 @@ def laprls_linear(
     max_iter=1000,
     init=None,
     callback=None,
+    base_operator=None,
 ):
     """Minimise the linear LapRLS objective for one or more target columns.
 
@@ -66,23 +68,41 @@ def laprls_linear(
         Previous solution to start from (warm start).
     callback : callable, optional
         ``callback(iteration, residual)`` after each CG iteration.
+    base_operator : operator, optional
+        X behind an operator with NormalOperator's products (``n_samples``,
+        ``n_features``, ``with_loss(rows, mask, alpha=, beta=)``, ``row_mean(rows)``,
+        e.g. :class:`linlap.distributed.DistributedNormalOperator`); X is then unused.
 
     Returns
     -------
     LinearSolution
     """
-    targets, labeled_rows = check_problem(X, targets, labeled_rows, gamma_A=gamma_A,
-                                          gamma_I=gamma_I, scale=scale, pm1=False)
+    if base_operator is None:
+        targets, labeled_rows = check_problem(X, targets, labeled_rows, gamma_A=gamma_A,
+                                              gamma_I=gamma_I, scale=scale, pm1=False)
+    else:  # X lives behind the operator (linlap.distributed): check the rest alike
+        targets, labeled_rows = check_rows_and_targets(base_operator.n_samples, targets,
+                                                       labeled_rows)
+        if not np.all(np.isfinite(targets)):
+            raise ValueError("targets must be finite.")
+        check_weights(gamma_A, gamma_I, scale)
+    if gamma_A == 0 and gamma_I == 0:
+        raise ValueError("gamma_A and gamma_I cannot both be 0.")
     if gamma_I > 0 and not callable(laplacian_matvec):
         raise ValueError("laplacian_matvec must be a callable F -> L^p F when gamma_I > 0.")
     l, k = targets.shape
-    op = NormalOperator(
-        X, labeled_rows, laplacian_matvec,
-        alpha=gamma_A * l, beta=gamma_I * scale * l, fit_intercept=fit_intercept,
-    )
+    if base_operator is None:
+        op = NormalOperator(X, labeled_rows, laplacian_matvec, alpha=gamma_A * l,
+                            beta=gamma_I * scale * l, fit_intercept=fit_intercept)
+    else:
+        op = base_operator.with_loss(labeled_rows, alpha=gamma_A * l,
+                                     beta=gamma_I * scale * l)
     B = op.rhs(targets)
     if balance is not None:
-        c = unlabeled_mean(X, unlabeled_rows, fit_intercept)
+        if unlabeled_rows is None or len(unlabeled_rows) == 0:
+            raise ValueError("balance needs a non-empty unlabeled_rows.")
+        c = (unlabeled_mean(X, unlabeled_rows, fit_intercept) if base_operator is None
+             else base_operator.row_mean(unlabeled_rows))
         B = np.hstack([B, c[:, None]])
 
     Z0 = None
@@ -98,7 +118,7 @@ def laprls_linear(
         nu = (np.asarray(balance, float) - c @ Z0_) / (c @ z1)
         Z = Z0_ + np.outer(z1, nu)
     F = op.decision(Z)
-    d = X.shape[1]
+    d = Z.shape[0] - bool(fit_intercept)
     coef = Z[:d].T.copy()
     intercept = Z[d].copy() if fit_intercept else np.zeros(k)
     return LinearSolution(coef, intercept, F, info.n_iter, float(info.residual.max()),
