@@ -53,7 +53,7 @@ def check_extreme_values(X):
     import scipy.sparse as sp
 
     data = X.data if sp.issparse(X) else X
-    top = float(np.max(np.abs(data))) if data.size else 0.0
+    top = max(float(data.max()), -float(data.min())) if data.size else 0.0  # no |X| copy
     if top > MAX_ABS_VALUE:
         raise ValueError(f"X has extreme values (max |x| = {top:.3g} > {MAX_ABS_VALUE:g}): the "
                          f"solvers' sums of squares would overflow to non-finite values. "

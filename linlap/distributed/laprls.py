@@ -1,9 +1,7 @@
 """Linear LapRLS with X in row blocks on Dask workers."""
 
-import numpy as np
-
 from ..solvers.laprls import laprls_linear
-from .operator import DistributedNormalOperator
+from .operator import graph_operator
 
 __all__ = ["laprls_fit"]
 
@@ -64,19 +62,10 @@ def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
     LinearSolution
         ``decision`` holds ``f`` for all n rows (gathered on the client).
     """
-    if not hasattr(graph, "laplacian_matvec") or not hasattr(graph, "scale_"):
-        raise TypeError("graph must be a fitted KNNGraph (laplacian_matvec and scale_).")
-    op = DistributedNormalOperator(X, np.empty(0, dtype=np.intp), graph.laplacian_matvec,
-                                   alpha=0.0, beta=0.0, fit_intercept=fit_intercept,
-                                   client=client, retries=retries)
-    try:
-        n_graph = getattr(graph, "n_samples_fit_", op.n_samples)
-        if n_graph != op.n_samples:
-            raise ValueError(f"The graph has {n_graph} nodes but X has {op.n_samples} rows.")
+    with graph_operator(X, graph, fit_intercept=fit_intercept, client=client,
+                        retries=retries) as op:
         return laprls_linear(
             None, targets, labeled_rows, graph.laplacian_matvec, gamma_A=gamma_A,
             gamma_I=gamma_I, scale=float(graph.scale_), balance=balance,
             unlabeled_rows=unlabeled_rows, fit_intercept=fit_intercept, tol=tol,
             max_iter=max_iter, init=init, callback=callback, base_operator=op)
-    finally:
-        op.release()

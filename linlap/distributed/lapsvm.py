@@ -1,9 +1,7 @@
 """Linear LapSVM (finite Newton) with X in row blocks on Dask workers."""
 
-import numpy as np
-
 from ..solvers.lapsvm_newton import lapsvm_newton
-from .operator import DistributedNormalOperator
+from .operator import graph_operator
 
 __all__ = ["lapsvm_fit"]
 
@@ -47,20 +45,11 @@ def lapsvm_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
     -------
     LinearSolution
     """
-    if not hasattr(graph, "laplacian_matvec") or not hasattr(graph, "scale_"):
-        raise TypeError("graph must be a fitted KNNGraph (laplacian_matvec and scale_).")
-    op = DistributedNormalOperator(X, np.empty(0, dtype=np.intp), graph.laplacian_matvec,
-                                   alpha=0.0, beta=0.0, fit_intercept=fit_intercept,
-                                   client=client, retries=retries)
-    try:
-        n_graph = getattr(graph, "n_samples_fit_", op.n_samples)
-        if n_graph != op.n_samples:
-            raise ValueError(f"The graph has {n_graph} nodes but X has {op.n_samples} rows.")
+    with graph_operator(X, graph, fit_intercept=fit_intercept, client=client,
+                        retries=retries) as op:
         return lapsvm_newton(
             None, targets, labeled_rows, graph.laplacian_matvec, gamma_A=gamma_A,
             gamma_I=gamma_I, scale=float(graph.scale_), balance=balance,
             unlabeled_rows=unlabeled_rows, fit_intercept=fit_intercept, tol=tol,
             max_iter=max_iter, cg_max_iter=cg_max_iter, init=init, callback=callback,
             row_weights=row_weights, base_operator=op)
-    finally:
-        op.release()

@@ -38,14 +38,16 @@ as in-memory CSR matrices are scattered to the workers and cannot be
 recomputed: losing their worker raises a :class:`RuntimeError`.
 """
 
+import contextlib
 import copy
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..solvers.normal_operator import NormalOperator, augmented_rows_T
+from ..solvers.normal_operator import (NormalOperator, augmented_rows_T, check_block,
+                                       select_loss_weights)
 
-__all__ = ["DistributedNormalOperator", "csr_row_blocks"]
+__all__ = ["DistributedNormalOperator", "csr_row_blocks", "graph_operator"]
 
 #: A block of iterates larger than this (bytes) is broadcast to the workers once per
 #: product instead of travelling inside each block's task.
@@ -268,11 +270,7 @@ class DistributedNormalOperator:
 
     # -- the interface of NormalOperator used by the solvers ----------------------------
     def _check_block(self, Z):
-        Z = np.asarray(Z)
-        if Z.ndim not in (1, 2) or Z.shape[0] != self.shape[0]:
-            raise ValueError(f"Z must have shape ({self.shape[0]},) or ({self.shape[0]}, k), "
-                             f"got {Z.shape}.")
-        return Z
+        return check_block(Z, self.shape[0])
 
     def decision(self, Z):
         """``f = X w + b`` for every training row, per column of Z."""
@@ -281,14 +279,7 @@ class DistributedNormalOperator:
         return F[:, 0] if Z.ndim == 1 else F
 
     def _loss_weights(self, c, columns):
-        if self.mask is None:
-            return None
-        if columns is None:
-            if c != self.mask.shape[1]:
-                raise ValueError(f"A block of {c} columns needs `columns` to pick from a "
-                                 f"mask of {self.mask.shape[1]} columns.")
-            return self.mask
-        return self.mask[:, np.asarray(columns, dtype=np.intp)]
+        return select_loss_weights(self.mask, c, columns)
 
     def _add_rows(self, U, V):
         """``U[rows] += V`` (repeated rows add up)."""
@@ -359,3 +350,21 @@ class DistributedNormalOperator:
         for f in self._blocks:
             f.release()
         self._blocks = []
+
+
+@contextlib.contextmanager
+def graph_operator(X, graph, *, fit_intercept, client=None, retries=2):
+    """The operator of X's row blocks for the rows of ``graph`` (a fitted KNNGraph),
+    placed on the workers for the ``with`` block and released after it."""
+    if not hasattr(graph, "laplacian_matvec") or not hasattr(graph, "scale_"):
+        raise TypeError("graph must be a fitted KNNGraph (laplacian_matvec and scale_).")
+    op = DistributedNormalOperator(X, np.empty(0, dtype=np.intp), graph.laplacian_matvec,
+                                   alpha=0.0, beta=0.0, fit_intercept=fit_intercept,
+                                   client=client, retries=retries)
+    try:
+        n_graph = getattr(graph, "n_samples_fit_", op.n_samples)
+        if n_graph != op.n_samples:
+            raise ValueError(f"The graph has {n_graph} nodes but X has {op.n_samples} rows.")
+        yield op
+    finally:
+        op.release()

@@ -58,14 +58,9 @@ def resolve_graph(graph, X, verbose=0):
         if docs < 2:
             raise ValueError(f"X has {docs} non-empty rows: the graph needs at least 2 "
                              f"rows with a nonzero entry.")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # the count is warned below
-            fitted = KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, docs - 1),
-                              verbose=bool(verbose)).fit(X)
-        if fitted.n_empty_:
-            warnings.warn(f"{fitted.n_empty_} of {n} rows of X are empty (no nonzero entry): "
-                          f"they are isolated nodes of the graph.", UserWarning, stacklevel=4)
-        return fitted
+        # KNNGraph itself warns about the empty rows
+        return KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, docs - 1),
+                        verbose=bool(verbose)).fit(X)
     graph = clone(graph)  # a fitted graph clones to itself: shared, not rebuilt
     if getattr(graph, "adjacency_", None) is not None and hasattr(graph, "n_samples_fit_"):
         if graph.n_samples_fit_ != n:

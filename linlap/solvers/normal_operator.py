@@ -34,7 +34,7 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["NormalOperator", "augmented_rows_T"]
+__all__ = ["NormalOperator", "augmented_rows_T", "check_block", "select_loss_weights"]
 
 #: Bytes the per-thread (d, c) buffers of ``Xᵀ U`` may take together before fewer
 #: row blocks than threads are used.
@@ -59,6 +59,27 @@ def accepts_keyword(func, name):
         return False
     p = params.get(name)
     return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+
+
+def check_block(Z, m):
+    """Z as an array of shape (m,) or (m, k) (a block of iterates of an m × m operator)."""
+    Z = np.asarray(Z)
+    if Z.ndim not in (1, 2) or Z.shape[0] != m:
+        raise ValueError(f"Z must have shape ({m},) or ({m}, k), got {Z.shape}.")
+    return Z
+
+
+def select_loss_weights(mask, n_columns, columns=None):
+    """The loss-row weights of a block of ``n_columns`` columns: None (every row counts
+    once), the whole ``mask``, or its ``columns``."""
+    if mask is None:
+        return None
+    if columns is not None:
+        return mask[:, np.asarray(columns, dtype=np.intp)]
+    if n_columns != mask.shape[1]:
+        raise ValueError(f"A block of {n_columns} columns needs `columns` to pick from a "
+                         f"mask of {mask.shape[1]} columns.")
+    return mask
 
 
 def _is_fast_csr(X):
@@ -232,12 +253,8 @@ class NormalOperator:
             out[d] = coef * U.sum(axis=0)
         return out
 
-    def _check_block(self, Z, what="Z"):
-        Z = np.asarray(Z)
-        if Z.ndim not in (1, 2) or Z.shape[0] != self.shape[0]:
-            raise ValueError(f"{what} must have shape ({self.shape[0]},) or "
-                             f"({self.shape[0]}, k), got {Z.shape}.")
-        return Z
+    def _check_block(self, Z):
+        return check_block(Z, self.shape[0])
 
     # -- public -----------------------------------------------------------------------
     def decision(self, Z):
@@ -254,14 +271,7 @@ class NormalOperator:
         ``columns`` names the mask columns the block's columns use; without it the
         block must have one column per mask column.
         """
-        if self.mask is None:
-            return None
-        if columns is not None:
-            return self.mask[:, columns]
-        if n_columns != self.mask.shape[1]:
-            raise ValueError(f"A block of {n_columns} columns needs `columns` to pick from a "
-                             f"mask of {self.mask.shape[1]} columns.")
-        return self.mask
+        return select_loss_weights(self.mask, n_columns, columns)
 
     def apply_to_decision(self, F, Z, columns=None):
         """``A z`` given ``F = X̃ z`` already computed (saves the forward pass)."""
