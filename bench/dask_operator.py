@@ -24,6 +24,7 @@ import argparse
 import os
 import time
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -54,6 +55,7 @@ def main():
 
     from linlap import KNNGraph
     from linlap.datasets import make_text_corpus
+    from linlap.graph.reorder import locality_order
     from linlap.distributed import (DistributedNormalOperator, csr_row_blocks, lapsvm_fit,
                                     laprls_fit)
     from linlap.distributed.operator import _backward, _forward
@@ -75,6 +77,17 @@ def main():
     l = labeled.size
     kw = dict(alpha=gA * l, beta=gI * graph.scale_ * l)
     Z = rng.standard_normal((d + 1, 1))
+
+    # the same graph with its nodes in a locality order (what X's rows would be sorted by)
+    order = getattr(graph, "node_order_", None)
+    if order is None:
+        order = locality_order(graph.adjacency_)
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(n)
+    graph_ord = SimpleNamespace(adjacency_=graph.adjacency_[order][:, order].tocsr(),
+                                degree_=graph.degree_[order], normalized=graph.normalized,
+                                power=graph.power, n_samples_fit_=n,
+                                laplacian_matvec=lambda F: graph.laplacian_matvec(F[inverse])[order])
 
     local = NormalOperator(X, labeled, graph.laplacian_matvec, **kw)
     out = np.empty_like(Z)
@@ -105,20 +118,35 @@ def main():
         t_blk = timed(lambda: (_forward(Xb, Z, True), _backward(Xb, Ub, True)), args.reps)
         model.append((B, t_wave, t_blk, moved))
         op.release()
+        # the graph term on the workers (halo exchange), rows in X's order and in the
+        # graph's locality order (X's rows permuted, the same problem renumbered)
+        for name, Xo, go, rows_o in (("halo", X, graph, labeled),
+                                     ("halo, ordered", X[order], graph_ord, inverse[labeled])):
+            op = DistributedNormalOperator(csr_row_blocks(Xo, B), rows_o, None, client=client,
+                                           graph=go, **kw)
+            err = np.abs(op.matvec(Z) - ref_AZ).max() / np.abs(ref_AZ).max()
+            t_mv = timed(lambda: op.matvec(Z), args.reps)
+            halo = int(op.halo_sizes.sum())
+            moved = 8 * (graph.power * halo + 2 * B * (d + 1))
+            rows.append((f"dask B={B} {name}", t_mv, None, None, moved, err))
+            print(f"B={B} {name}: halo rows per power {halo} ({halo / n:.3f} n), "
+                  f"{8 * graph.power * halo / 1e6:.2f} MB between workers per product")
+            op.release()
 
     print(f"\nproduct A z (c = 1 column), mean of {args.reps}; graph term alone "
           f"{t_lap * 1e3:.1f} ms (on the client in the dask rows)")
-    print(f"{'operator':<12}{'A z ms':>9}{'/ local':>9}{'fwd ms':>9}{'bwd ms':>9}"
+    print(f"{'operator':<22}{'A z ms':>9}{'/ local':>9}{'fwd ms':>9}{'bwd ms':>9}"
           f"{'MB moved':>10}{'rel. diff':>11}")
     for name, tm, tf, tb, mv, err in rows:
-        print(f"{name:<12}{tm * 1e3:9.1f}{tm / t_local:9.2f}"
-              + (f"{tf * 1e3:9.1f}{tb * 1e3:9.1f}{mv / 1e6:10.2f}{err:11.1e}" if tf else ""))
+        print(f"{name:<22}{tm * 1e3:9.1f}{tm / t_local:9.2f}"
+              + (f"{tf * 1e3:9.1f}{tb * 1e3:9.1f}" if tf else f"{'':>18}")
+              + (f"{mv / 1e6:10.2f}{err:11.1e}" if mv else ""))
 
     print("\nmodel of one dask iteration (2 workers): 2 task waves + graph term + "
           "ceil(B/2) blocks' compute (measured pieces, ms); rest = measured - sum, per MB moved")
     print(f"{'B':>3}{'wave':>8}{'block fwd+bwd':>15}{'graph':>8}{'sum':>8}{'measured':>10}"
           f"{'MB moved':>10}{'rest ms/MB':>12}")
-    for (B, t_wave, t_blk, moved), row in zip(model, rows[1:]):
+    for (B, t_wave, t_blk, moved), row in zip(model, rows[1::3]):
         est = 2 * t_wave + t_lap + -(-B // 2) * t_blk
         print(f"{B:3d}{t_wave * 1e3:8.1f}{t_blk * 1e3:15.1f}{t_lap * 1e3:8.1f}{est * 1e3:8.1f}"
               f"{row[1] * 1e3:10.1f}{moved / 1e6:10.2f}"

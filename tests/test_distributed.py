@@ -7,12 +7,14 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from distributed import Client, LocalCluster
 
 from linlap import KNNGraph, LapRLSClassifier
 from linlap.distributed import (DistributedNormalOperator, csr_row_blocks, lapsvm_fit,
                                 laprls_fit)
 from linlap.distributed import operator as operator_module
+from linlap.distributed.halo import apply_block, export_values, partition_laplacian
 from linlap.solvers import laprls_linear, lapsvm_newton
 from linlap.solvers._problem import pm1_targets
 from linlap.solvers.normal_operator import NormalOperator
@@ -118,6 +120,54 @@ def test_operator_equals_normal_operator_with_mask_and_repeats(client, monkeypat
     op.release()
 
 
+@pytest.mark.parametrize("normalized", [True, False])
+def test_partitioned_laplacian_equals_the_graph(normalized):
+    # blocks of uneven sizes, an isolated node, p = 3 halo exchanges (no Dask)
+    rng = np.random.default_rng(6)
+    X = random_design(90, 12, rng, sparse=True)
+    X = sp.diags((np.arange(90) != 17).astype(float)) @ X  # row 17 empty: isolated
+    with pytest.warns(UserWarning, match="empty"):
+        graph = KNNGraph(n_neighbors=4, normalized=normalized, power=3).fit(X)
+    bounds = np.array([0, 10, 47, 48, 90])
+    blocks = partition_laplacian(graph.adjacency_, graph.degree_, normalized, bounds)
+    V = rng.standard_normal((90, 2))
+    parts = [V[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    for _ in range(3):
+        parts = [apply_block(blk, parts[b], *[export_values(blocks[o], parts[o], b)
+                                              for o, _ in blk.imports])
+                 for b, blk in enumerate(blocks)]
+    np.testing.assert_allclose(np.vstack(parts), graph.laplacian_matvec(V), rtol=0, atol=1e-12)
+    # a block's halo is exactly the other blocks' rows its rows have an edge to
+    W = graph.adjacency_
+    for b, blk in enumerate(blocks):
+        a, e = bounds[b], bounds[b + 1]
+        cols = np.unique(W[a:e].indices)
+        assert blk.halo_size == np.count_nonzero((cols < a) | (cols >= e))
+
+
+def test_graph_on_workers_equals_normal_operator(client):
+    X, graph, labeled, T = problem(seed=7)
+    rows = np.r_[labeled, labeled[:3]]
+    mask = np.random.default_rng(0).random((rows.size, 2))
+    kw = dict(alpha=0.3, beta=2.0, mask=mask)
+    ref = NormalOperator(X, rows, graph.laplacian_matvec, **kw)
+    Z = np.random.default_rng(1).standard_normal((X.shape[1] + 1, 2))
+    # 5 chunks rechunked to 3 blocks, with the Laplacian on the workers
+    op = DistributedNormalOperator(as_dask(csr_row_blocks(X, 5)), rows, None, graph=graph,
+                                   n_blocks=3, **kw)
+    assert op.bounds.size == 4 and op.halo_sizes.shape == (3,)
+    np.testing.assert_allclose(op.matvec(Z), ref.matvec(Z), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(op.matvec(Z[:, 1], columns=[1]).ravel(),
+                               ref.matvec(Z[:, 1], columns=[1]), rtol=1e-12, atol=1e-12)
+    F = op.decision(Z)
+    np.testing.assert_allclose(op.apply_to_decision(F, Z), ref.matvec(Z), rtol=1e-12,
+                               atol=1e-12)
+    op.release()
+    with pytest.raises(ValueError, match="n_blocks"):
+        DistributedNormalOperator(as_dask(csr_row_blocks(X, 2)), rows, None, graph=graph,
+                                  n_blocks=0, **kw)
+
+
 def test_bad_input(client):
     X, graph, labeled, T = problem()
     with pytest.raises(ValueError, match="chunked by rows only"):
@@ -151,9 +201,22 @@ def test_lost_worker_recovers_or_fails_clearly(client):
     np.testing.assert_allclose(sol.coef, ref.coef, rtol=0, atol=1e-8)
     np.testing.assert_allclose(sol.intercept, ref.intercept, rtol=0, atol=1e-8)
     client.wait_for_workers(2, timeout=60)
-    # scattered in-memory blocks cannot be recomputed: a clear error, not a wrong model
+    # scattered in-memory blocks cannot be recomputed: a clear error, or (when Dask
+    # happened to copy the lost blocks to the other worker for a halo task) the model
+    try:
+        sol = laprls_fit(blocks, T, labeled, graph, callback=kill_a_worker_at(client, 3), **KW)
+    except RuntimeError as exc:
+        assert "cannot be recomputed" in str(exc)
+    else:
+        np.testing.assert_allclose(sol.coef, ref.coef, rtol=0, atol=1e-8)
+    client.wait_for_workers(2, timeout=60)
+    # the same with one task per block (the graph on the client): no copies, the error
+    op = DistributedNormalOperator(blocks, labeled, graph.laplacian_matvec, alpha=1.0, beta=1.0)
+    Z = np.ones(X.shape[1] + 1)
+    op.matvec(Z)
+    kill_a_worker_at(client, 0)(0, None)
     with pytest.raises(RuntimeError, match="cannot be recomputed"):
-        laprls_fit(blocks, T, labeled, graph, callback=kill_a_worker_at(client, 3), **KW)
+        op.matvec(Z)
     client.wait_for_workers(2, timeout=60)
 
 

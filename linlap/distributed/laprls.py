@@ -8,7 +8,7 @@ __all__ = ["laprls_fit"]
 
 def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=None,
                unlabeled_rows=None, fit_intercept=True, tol=1e-6, max_iter=1000, init=None,
-               callback=None, client=None, retries=2):
+               callback=None, client=None, retries=2, n_blocks=None):
     """Minimise the linear LapRLS objective with X in row blocks on a Dask cluster.
 
     The problem and the method are those of :func:`linlap.solvers.laprls_linear`:
@@ -18,10 +18,10 @@ def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
         f = X w + b,   s = graph.scale_ (= 1/trace(L)),
 
     minimised by batched CG on the normal equations ``A z = X̃_lᵀ y`` (all columns in
-    one solve; with ``balance`` one more column and ``z = z₀ + ν z₁``). Only the
-    products with X run on the workers
-    (:class:`~linlap.distributed.operator.DistributedNormalOperator`); CG's vectors of
-    length d + 1 and the graph stay on the client. On the same graph the result equals
+    one solve; with ``balance`` one more column and ``z = z₀ + ν z₁``). Each CG product
+    runs on the workers, X·w, the graph's L^p by halo exchange and Xᵀ(·) per row
+    block (:class:`~linlap.distributed.operator.DistributedNormalOperator`); CG's
+    vectors of length d + 1 stay on the client. On the same graph the result equals
     the single-machine solve up to round-off in the summation order.
 
     Parameters
@@ -56,6 +56,9 @@ def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
         Default: the current client.
     retries : int, default=2
         Re-runs of a product interrupted by a lost worker.
+    n_blocks : int, optional
+        Row blocks of a dask array X (rechunked when it has more; default: the
+        cluster's worker threads).
 
     Returns
     -------
@@ -63,7 +66,7 @@ def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
         ``decision`` holds ``f`` for all n rows (gathered on the client).
     """
     with graph_operator(X, graph, fit_intercept=fit_intercept, client=client,
-                        retries=retries) as op:
+                        retries=retries, n_blocks=n_blocks) as op:
         return laprls_linear(
             None, targets, labeled_rows, graph.laplacian_matvec, gamma_A=gamma_A,
             gamma_I=gamma_I, scale=float(graph.scale_), balance=balance,

@@ -9,7 +9,7 @@ __all__ = ["lapsvm_fit"]
 def lapsvm_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=None,
                unlabeled_rows=None, fit_intercept=True, tol=1e-6, max_iter=50,
                cg_max_iter=1000, init=None, callback=None, row_weights=None, client=None,
-               retries=2):
+               retries=2, n_blocks=None):
     """Minimise the linear LapSVM (squared hinge) objective with X on a Dask cluster.
 
     The problem, the method and the stopping rules are those of
@@ -21,8 +21,8 @@ def lapsvm_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
     by the L2-SVM modified finite Newton method; every Newton step's CG runs on the
     client with its products with X on the workers
     (:class:`~linlap.distributed.operator.DistributedNormalOperator`, one set of row
-    blocks shared by all steps); the line searches and the graph term run on the
-    client. On the same graph the result equals the single-machine solve up to
+    blocks shared by all steps, the graph's L^p by halo exchange); the line searches,
+    once per Newton step, apply the graph on the client to the gathered f. On the same graph the result equals the single-machine solve up to
     round-off.
 
     Parameters
@@ -40,13 +40,16 @@ def lapsvm_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
     client : distributed.Client, optional
     retries : int, default=2
         Re-runs of a product interrupted by a lost worker.
+    n_blocks : int, optional
+        Row blocks of a dask array X (rechunked when it has more; default: the
+        cluster's worker threads).
 
     Returns
     -------
     LinearSolution
     """
     with graph_operator(X, graph, fit_intercept=fit_intercept, client=client,
-                        retries=retries) as op:
+                        retries=retries, n_blocks=n_blocks) as op:
         return lapsvm_newton(
             None, targets, labeled_rows, graph.laplacian_matvec, gamma_A=gamma_A,
             gamma_I=gamma_I, scale=float(graph.scale_), balance=balance,

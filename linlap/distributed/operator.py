@@ -6,30 +6,35 @@ scaling, same unpenalised bias), with X held by the workers as CSR row blocks:
     A z = X̃_Rᵀ X̃_R z + α [w; 0] + β X̃ᵀ L^p X̃ z,     X̃ = [X, 1],
     α = γ_A l,   β = γ_I s l.
 
-One product ``A Z`` for a block Z of shape (m, c), m = d (+1 with the bias):
+One product ``A Z`` for a block Z of shape (m, c), m = d (+1 with the bias), with
+the graph on the workers (``graph=``, what :func:`graph_operator` and the fits use):
 
 1. Z goes to every row block's task (``m c`` floats per block; above
    ``SCATTER_BYTES`` it is broadcast once per worker instead);
-2. each row block b computes ``F_b = X_b w + b`` on the worker that holds it, and
-   the client gathers ``F = X̃ Z`` (``n c`` floats in all);
-3. the client applies the graph, ``U = β L^p F``, and adds the loss rows,
-   ``U_R += F_R`` (times the per-column mask, if any);
-4. ``U_b`` goes back to the worker of block b (``n c`` floats in all), which
-   computes ``X̃_bᵀ U_b`` (``m c`` floats);
-5. a tree reduction on the workers sums the block results (``m c`` floats per
-   merge) down to two partial sums, which the client receives (``2 m c`` floats),
-   adds, and adds ``α [w; 0]``.
+2. each row block b computes ``F_b = X_b w + b`` on the worker that holds it;
+3. p times, each block applies its rows of L to its own values and its halo
+   (:mod:`linlap.distributed.halo`): the rows of other blocks its rows have an edge
+   to, sent worker to worker (``c`` floats per halo row);
+4. each block forms ``U_b = β (L^p F)_b`` plus its loss rows of ``F_b`` and computes
+   ``X̃_bᵀ U_b`` (``m c`` floats);
+5. a tree reduction on the workers sums the block results down to two partial sums,
+   which the client receives, adds, and adds ``α [w; 0]``.
 
-So an iteration moves about ``8 c (2 n + 2 B m)`` bytes for B ≥ 2 row blocks
-(float64; task arguments pass through the scheduler), in two round trips
-client → workers → client (three task waves when the tree has levels), each
-costing scheduler latency (tens of milliseconds on a loaded two-core machine;
-see bench/RESULTS.md). The halo exchange
-of the graph term is the simplest possible one: the whole of ``f`` is gathered
-to the client (an all-gather), where the graph, one n × n CSR object, lives. It
-is correct for any graph, whatever its row order; a block-local Laplacian with
-halo rows only (which a renumbered graph, ``KNNGraph(reorder=True)``, would make
-small) is not implemented.
+No vector of length n passes through the client: per product the client sends Z and
+receives ``2 m c`` floats, and the workers exchange ``8 c p h`` bytes, h the halo rows
+of all blocks (``halo_sizes``). One client round trip, ``B + p (B + E) + B + B − 2``
+tasks for B blocks and E (block, block) pairs that share an edge (at most B (B − 1)).
+The halo is small when the rows are in a locality order; in a random row order a kNN
+graph's halo approaches all rows of the other blocks (bench/RESULTS.md measures it).
+
+Without ``graph`` (a Laplacian given only as a callable), step 3 runs on the client:
+f is gathered there (``n c`` floats), ``U = β L^p F`` plus the loss rows is computed,
+and ``U_b`` goes back to block b's worker (``n c`` floats): two round trips. This is
+also how :meth:`~DistributedNormalOperator.apply_to_decision` works, from decision
+values already on the client.
+
+Blocks: a dask array with more row chunks than ``n_blocks`` (default: the worker
+threads) is rechunked to that many, since the tasks per product grow with B.
 
 Faults: row blocks that come from a dask array are computed on the workers
 from its task graph, so Dask recomputes a block whose worker died; a product
@@ -46,6 +51,7 @@ import scipy.sparse as sp
 
 from ..solvers.normal_operator import (NormalOperator, augmented_rows_T, check_block,
                                        select_loss_weights)
+from .halo import apply_block, export_values, halo_sizes, partition_laplacian
 
 __all__ = ["DistributedNormalOperator", "csr_row_blocks", "graph_operator"]
 
@@ -76,6 +82,24 @@ def _backward(Xb, Ub, fit_intercept):
 
 def _add(a, b):
     return a + b
+
+
+def _place_block(obj):
+    """A graph block held by a worker (a task, so that Dask can recompute it)."""
+    return obj
+
+
+def _backward_with_graph(Xb, Fb, Vb, beta, local_rows, weights, unique, fit_intercept):
+    """``X̃_bᵀ U_b`` with ``U_b = β (L^p F)_b`` plus the block's loss rows of ``F_b``."""
+    U = np.zeros_like(Fb) if Vb is None else beta * Vb
+    FR = Fb[local_rows]
+    if weights is not None:
+        FR = FR * weights
+    if unique:
+        U[local_rows] += FR
+    else:
+        np.add.at(U, local_rows, FR)
+    return augmented_rows_T(Xb, U, fit_intercept)
 
 
 def _block_meta(Xb):
@@ -115,8 +139,10 @@ class DistributedNormalOperator:
     rows : ndarray of int
         Rows that carry the squared loss (global row indices; may repeat).
     laplacian_matvec : callable or None
-        ``F ↦ L^p F`` for F of shape (n, c), applied on the client (see the module
-        docstring). May be None when ``beta == 0``.
+        ``F ↦ L^p F`` for F of shape (n, c), applied on the client to decision values
+        gathered there (:meth:`apply_to_decision`, and :meth:`matvec` without
+        ``graph``). May be None when ``beta == 0`` or when ``graph`` is given
+        (default: ``graph.laplacian_matvec``).
     alpha, beta : float
         ``γ_A l`` and ``γ_I s l``, as in :class:`~linlap.solvers.normal_operator.NormalOperator`.
     fit_intercept : bool, default=True
@@ -126,6 +152,16 @@ class DistributedNormalOperator:
         Default: the current client (``distributed.get_client()``).
     retries : int, default=2
         How many times a product interrupted by a lost worker is re-run.
+    n_blocks : int, optional
+        A dask array X with more row chunks than this is rechunked to this many row
+        blocks (default: the cluster's worker threads when X is placed). Lists of
+        blocks are used as given.
+    graph : fitted KNNGraph, optional
+        The graph of the rows (``adjacency_``, ``degree_``, ``normalized``,
+        ``power``). When given, :meth:`matvec` applies ``L^p`` on the workers: L is
+        split by the row blocks of X (:func:`~linlap.distributed.halo.partition_laplacian`)
+        and each power is one product per block with a halo exchange between the
+        workers, so no vector of length n passes through the client.
 
     Attributes
     ----------
@@ -133,14 +169,22 @@ class DistributedNormalOperator:
     n_matvec : int
     bounds : ndarray of int
         Row offsets of the blocks (``bounds[b]:bounds[b+1]`` are block b's rows).
+    halo_sizes : ndarray of int or None
+        With ``graph``: the halo rows each block receives per power of L.
     """
 
     def __init__(self, X, rows, laplacian_matvec, *, alpha, beta, fit_intercept=True,
-                 mask=None, client=None, retries=2):
+                 mask=None, client=None, retries=2, graph=None, n_blocks=None):
         from distributed import get_client
+
+        if n_blocks is not None and (not isinstance(n_blocks, (int, np.integer)) or n_blocks < 1):
+            raise ValueError(f"n_blocks must be a positive int or None, got {n_blocks!r}.")
+        self.n_blocks = n_blocks
 
         self.client = client if client is not None else get_client()
         self.rows = np.asarray(rows, dtype=np.intp)
+        if laplacian_matvec is None and graph is not None:
+            laplacian_matvec = graph.laplacian_matvec
         self.laplacian_matvec = laplacian_matvec
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -160,6 +204,9 @@ class DistributedNormalOperator:
         self.set_rows(self.rows)
         self.shape = (self.n_features + self.fit_intercept,) * 2
         self.n_matvec = 0
+        self._graph_blocks, self.halo_sizes, self.power = None, None, None
+        if graph is not None:
+            self._place_graph(graph)
 
     def set_rows(self, rows):
         """Set the loss rows (global indices, may repeat)."""
@@ -170,6 +217,12 @@ class DistributedNormalOperator:
             raise ValueError("mask and rows disagree in length.")
         self.rows = rows
         self._unique_rows = np.unique(rows).size == rows.size
+        # each block's loss rows: (local indices, their positions in rows)
+        owner = np.searchsorted(self.bounds, rows, side="right") - 1
+        self._block_rows = []
+        for b, start in enumerate(self.bounds[:-1]):
+            pos = np.flatnonzero(owner == b)
+            self._block_rows.append((rows[pos] - start, pos))
 
     def with_loss(self, rows, mask=None, *, alpha, beta):
         """The operator with other loss rows, mask and weights, sharing the row blocks
@@ -202,6 +255,13 @@ class DistributedNormalOperator:
                                  f"along the columns), got chunks {X.chunks}.")
             if any(np.isnan(c) for c in X.chunks[0]):
                 raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes().")
+            n_blocks = self.n_blocks
+            if n_blocks is None:
+                n_blocks = max(sum(client.nthreads().values()), 1)
+            if X.numblocks[0] > n_blocks:
+                # fewer, larger blocks: the tasks per product grow with the blocks (and,
+                # with the graph on the workers, as blocks² per power of L)
+                X = X.rechunk({0: -(-X.shape[0] // n_blocks)})
             delayed = list(X.to_delayed()[:, 0])
             futures = client.compute(delayed)
             self._scattered = False
@@ -220,6 +280,32 @@ class DistributedNormalOperator:
             return futures, [b.shape[0] for b in blocks], widths.pop(), blocks[0].dtype
         raise TypeError("X must be a dask array of row blocks or a list of row blocks, got "
                         f"{type(X).__name__}.")
+
+    def _place_graph(self, graph):
+        """Split L by the row blocks and place each part on the worker of its X block."""
+        import warnings
+
+        from distributed import wait
+
+        n_graph = getattr(graph, "n_samples_fit_", None)
+        if n_graph != self.n_samples:
+            raise ValueError(f"The graph has {n_graph} nodes but X has {self.n_samples} rows.")
+        parts = partition_laplacian(graph.adjacency_, graph.degree_, bool(graph.normalized),
+                                    self.bounds)
+        self.power = int(graph.power)
+        self.halo_sizes = halo_sizes(parts)
+        self._imports = [[o for o, _ in blk.imports] for blk in parts]
+        wait(self._blocks)
+        who = self.client.who_has(self._blocks)
+        futures = []
+        with warnings.catch_warnings():
+            # the block rides in its task (recomputable), a large graph warns about that
+            warnings.filterwarnings("ignore", message=".*[Ll]arge graph.*")
+            for blk, xf in zip(parts, self._blocks):
+                workers = list(who.get(xf.key, ())) or None
+                futures.append(self.client.submit(_place_block, blk, workers=workers,
+                                                  allow_other_workers=True, pure=False))
+        self._graph_blocks = futures
 
     # -- the distributed passes --------------------------------------------------------
     def _run(self, step, *args):
@@ -251,12 +337,40 @@ class DistributedNormalOperator:
         client = self.client
         parts = [client.submit(_backward, b, U[s:e], self.fit_intercept, pure=False)
                  for b, s, e in zip(self._blocks, self.bounds[:-1], self.bounds[1:])]
+        return self._reduce(parts)
+
+    def _reduce(self, parts):
+        """Sum the blocks' (m, c) results: a tree on the workers, the last two here."""
+        client = self.client
         while len(parts) > 2:  # tree reduction on the workers ...
             merged = [client.submit(_add, parts[i], parts[i + 1], pure=False)
                       for i in range(0, len(parts) - 1, 2)]
             parts = merged + ([parts[-1]] if len(parts) % 2 else [])
         # ... and the last (at most two) partial sums added on the client
         return np.asarray(sum(client.gather(parts)), dtype=np.float64)
+
+    def _product_step(self, Z, columns):
+        """``A Z`` with the graph term on the workers (one halo exchange per power)."""
+        client = self.client
+        Zf = client.scatter(Z, broadcast=True, hash=False) if Z.nbytes > SCATTER_BYTES else Z
+        F = [client.submit(_forward, b, Zf, self.fit_intercept, pure=False)
+             for b in self._blocks]
+        V = [None] * len(F)
+        if self.beta != 0:
+            G = self._graph_blocks
+            V = F
+            for _ in range(self.power):
+                V = [client.submit(apply_block, G[b], V[b],
+                                   *[client.submit(export_values, G[o], V[o], b, pure=False)
+                                     for o in self._imports[b]], pure=False)
+                     for b in range(len(G))]
+        w = self._loss_weights(Z.shape[1], columns)
+        parts = []
+        for b, (local, pos) in enumerate(self._block_rows):
+            parts.append(client.submit(_backward_with_graph, self._blocks[b], F[b], V[b],
+                                       self.beta, local, None if w is None else w[pos],
+                                       self._unique_rows, self.fit_intercept, pure=False))
+        return self._reduce(parts)
 
     def forward(self, Z):
         """``F = X̃ Z`` (n, c) for Z of shape (m, c)."""
@@ -316,7 +430,11 @@ class DistributedNormalOperator:
         Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
         self._loss_weights(Z2.shape[1], columns)  # checks columns before any work
         self.n_matvec += 1
-        res = self._apply(self.forward(Z2), Z2, columns)
+        if self._graph_blocks is not None:
+            res = self._run(self._product_step, Z2, columns)
+            res[:self.n_features] += self.alpha * Z2[:self.n_features]
+        else:
+            res = self._apply(self.forward(Z2), Z2, columns)
         if out is not None:
             out[...] = res.reshape(out.shape)
             return out
@@ -347,24 +465,29 @@ class DistributedNormalOperator:
 
     def release(self):
         """Drop the client's references to the row blocks (the workers may free them)."""
-        for f in self._blocks:
+        for f in self._blocks + (self._graph_blocks or []):
             f.release()
-        self._blocks = []
+        self._blocks, self._graph_blocks = [], None
 
 
 @contextlib.contextmanager
-def graph_operator(X, graph, *, fit_intercept, client=None, retries=2):
+def graph_operator(X, graph, *, fit_intercept, client=None, retries=2, graph_on_workers=True,
+                   n_blocks=None):
     """The operator of X's row blocks for the rows of ``graph`` (a fitted KNNGraph),
-    placed on the workers for the ``with`` block and released after it."""
+    placed on the workers for the ``with`` block and released after it
+    (``graph_on_workers``: L split by the row blocks, applied with halo exchange;
+    else applied on the client to the gathered ``f``)."""
     if not hasattr(graph, "laplacian_matvec") or not hasattr(graph, "scale_"):
         raise TypeError("graph must be a fitted KNNGraph (laplacian_matvec and scale_).")
     op = DistributedNormalOperator(X, np.empty(0, dtype=np.intp), graph.laplacian_matvec,
                                    alpha=0.0, beta=0.0, fit_intercept=fit_intercept,
-                                   client=client, retries=retries)
+                                   client=client, retries=retries, n_blocks=n_blocks)
     try:
         n_graph = getattr(graph, "n_samples_fit_", op.n_samples)
         if n_graph != op.n_samples:
             raise ValueError(f"The graph has {n_graph} nodes but X has {op.n_samples} rows.")
+        if graph_on_workers:
+            op._place_graph(graph)
         yield op
     finally:
         op.release()
