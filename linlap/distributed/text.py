@@ -428,7 +428,7 @@ def hashing_tfidf_blocks(chunks, *, n_features=2**20, sublinear_tf=True, smooth_
     client : distributed.Client, optional
         Default: the current client; without one, dask's local scheduler.
     verbose : bool, default=False
-        Report the chunks read (on stderr).
+        Report the documents read as the chunks finish (on stderr).
     **hashing_params
         Other parameters of :class:`~sklearn.feature_extraction.text.HashingVectorizer`
         (``lowercase``, ``token_pattern``, ``binary``, ...).
