@@ -94,7 +94,7 @@ def test_directory_equals_in_memory_tfidf(client, tmp_path, sublinear_tf):
     np.testing.assert_allclose(norms[norms > 0], 1.0)
 
 
-def test_jsonl_equals_in_memory_tfidf_and_labels(client, tmp_path):
+def test_jsonl_equals_in_memory_tfidf_and_labels(client, tmp_path, capsys):
     docs = documents(31, seed=1)
     raw = ["pos", "neg", None, "", 3, 2.0, True, "?", ...] * 4
     raw = raw[:31]
@@ -105,7 +105,8 @@ def test_jsonl_equals_in_memory_tfidf_and_labels(client, tmp_path):
     # the byte ranges cover the file, whole lines, in order
     assert chunks[0].start == 3 and chunks[-1].stop == os.path.getsize(path)
     assert all(a.stop <= b.start for a, b in zip(chunks, chunks[1:]))
-    X, y = hashing_tfidf_blocks(chunks, n_features=NF, client=client)
+    X, y = hashing_tfidf_blocks(chunks, n_features=NF, client=client, verbose=True)
+    assert "[hashing] 31/31 documents (100%)" in capsys.readouterr().err
     assert X.chunks[0] == (7, 7, 7, 7, 3)
     assert abs(X.compute() - reference(docs)[0]).max() <= 1e-12
     want = {"pos": "pos", "neg": "neg", None: "", "": "", 3: "3", 2.0: "2", True: "true",
