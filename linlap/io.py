@@ -108,6 +108,32 @@ def _normalise_label(value, unlabeled):
     return value
 
 
+def _jsonl_record(path, number, line, text_column, label_column, unlabeled):
+    """``(text, label, has_label_field)`` of one non-blank JSON line (errors name the line)."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}, line {number}: expected a JSON object "
+                         f"{{\"{text_column}\": ...}}, got {type(record).__name__}")
+    if text_column not in record:
+        raise ValueError(f"{path}, line {number}: no {text_column!r} field (fields: "
+                         f"{', '.join(map(repr, record)) or 'none'}); choose the text "
+                         f"field with --text-column")
+    text = record[text_column]
+    if not isinstance(text, str):
+        raise ValueError(f"{path}, line {number}: field {text_column!r} is "
+                         f"{type(text).__name__}, not a string")
+    label = record.get(label_column)
+    if isinstance(label, (list, dict)):
+        raise ValueError(f"{path}, line {number}: field {label_column!r} is a JSON "
+                         f"{'array' if isinstance(label, list) else 'object'}, not a "
+                         f"label (a string, number, true/false, or null/empty for "
+                         f"unlabeled)")
+    return text, _normalise_label(label, unlabeled), label_column in record
+
+
 def _iter_jsonl(path, text_column, label_column, unlabeled, chunk_size, need_labels):
     texts, labels, ids = [], [], []
     seen = has_label_field = False
@@ -115,30 +141,11 @@ def _iter_jsonl(path, text_column, label_column, unlabeled, chunk_size, need_lab
         if not line.strip():
             continue
         seen = True
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{path}, line {number}: expected a JSON object "
-                             f"{{\"{text_column}\": ...}}, got {type(record).__name__}")
-        if text_column not in record:
-            raise ValueError(f"{path}, line {number}: no {text_column!r} field (fields: "
-                             f"{', '.join(map(repr, record)) or 'none'}); choose the text "
-                             f"field with --text-column")
-        text = record[text_column]
-        if not isinstance(text, str):
-            raise ValueError(f"{path}, line {number}: field {text_column!r} is "
-                             f"{type(text).__name__}, not a string")
-        has_label_field = has_label_field or label_column in record
-        label = record.get(label_column)
-        if isinstance(label, (list, dict)):
-            raise ValueError(f"{path}, line {number}: field {label_column!r} is a JSON "
-                             f"{'array' if isinstance(label, list) else 'object'}, not a "
-                             f"label (a string, number, true/false, or null/empty for "
-                             f"unlabeled)")
+        text, label, has_label = _jsonl_record(path, number, line, text_column,
+                                               label_column, unlabeled)
+        has_label_field = has_label_field or has_label
         texts.append(text)
-        labels.append(_normalise_label(label, unlabeled))
+        labels.append(label)
         ids.append(str(number))
         if len(texts) >= chunk_size:
             yield Batch(texts, labels, ids)

@@ -9,10 +9,18 @@ by the same row blocks, with a halo exchange between workers) and Xᵀ(·) per b
 the workers (see :mod:`linlap.distributed.operator` for what moves per iteration);
 CG runs on the client. The same code runs on a laptop's
 ``LocalCluster`` and on a real cluster (``Client("tcp://scheduler:8786")``).
+
+:mod:`linlap.distributed.text` builds such an X out of core: the workers read a
+directory of text files or a JSON-lines file chunk by chunk and hash it into TF-IDF
+row blocks (:func:`hashing_tfidf_blocks`).
 """
 
 from .lapsvm import lapsvm_fit
 from .laprls import laprls_fit
 from .operator import DistributedNormalOperator, csr_row_blocks
+from .text import (TextChunk, hashing_tfidf_blocks, jsonl_chunks, read_chunk, text_chunks,
+                   text_dir_chunks)
 
-__all__ = ["laprls_fit", "lapsvm_fit", "DistributedNormalOperator", "csr_row_blocks"]
+__all__ = ["laprls_fit", "lapsvm_fit", "DistributedNormalOperator", "csr_row_blocks",
+           "TextChunk", "hashing_tfidf_blocks", "jsonl_chunks", "read_chunk", "text_chunks",
+           "text_dir_chunks"]
