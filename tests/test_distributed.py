@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from distributed import Client, LocalCluster
 
-from linlap import KNNGraph, LapRLSClassifier
+from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.distributed import (DistributedNormalOperator, csr_row_blocks, lapsvm_fit,
                                 laprls_fit)
 from linlap.distributed import operator as operator_module
@@ -245,3 +245,47 @@ def test_lapsvm_equals_single_machine(client, balance):
             grad = (-2 / l * Xt[labeled][act].T @ (y[act] - f[labeled][act])
                     + 2 * 1e-2 * np.r_[z[:-1], 0] + 2 * 3.0 * graph.scale_ * Xt.T @ Lp @ f)
             assert np.linalg.norm(grad) < 1e-7 * max(1, np.linalg.norm(Xt[labeled].T @ y))
+
+
+@pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
+def test_estimator_fits_a_dask_array(client, Est):
+    X, y = blobs(n=160, d=10, n_classes=3, seed=8)
+    X = sp.csr_matrix(X)
+    y = y.copy()
+    y[np.random.default_rng(1).random(y.size) < 0.75] = -1
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    kw = dict(gamma_A=1e-3, gamma_I=5.0, graph=graph, tol=1e-10)
+    ref = Est(**kw).fit(X, y)
+    Xd = as_dask(csr_row_blocks(X, 4))
+    est = Est(**kw).fit(Xd, y)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(est.transduction_, ref.transduction_)
+    assert est.n_features_in_ == 10
+    # predictions of a dask array are a dask array, equal to those in memory
+    scores = est.decision_function(Xd)
+    assert isinstance(scores, da.Array)
+    np.testing.assert_allclose(scores.compute(), ref.decision_function(X), atol=1e-8)
+    np.testing.assert_array_equal(est.predict(Xd).compute(), ref.predict(X))
+
+
+def test_estimator_dask_bad_input(client):
+    X, y = blobs(n=60, d=4, n_classes=2, seed=9)
+    y = y.copy()
+    y[10:] = -1
+    graph = KNNGraph(n_neighbors=4).fit(X)
+    X = sp.csr_matrix(X)
+    Xbad = X.copy()
+    Xbad.data[7] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        LapRLSClassifier(graph=graph).fit(as_dask(csr_row_blocks(Xbad, 3)), y)
+    with pytest.raises(ValueError, match="extreme values"):
+        LapRLSClassifier(graph=graph).fit(as_dask(csr_row_blocks(X * 1e31, 3)), y)
+    with pytest.raises(ValueError, match="rows but y has"):
+        LapRLSClassifier(graph=graph).fit(as_dask(csr_row_blocks(X, 3)), y[:-1])
+    with pytest.raises(ValueError, match="solver='tinv' needs X in memory"):
+        LapSVMClassifier(solver="tinv", graph=graph).fit(as_dask(csr_row_blocks(X, 3)), y)
+    with pytest.raises(ValueError, match="prebuilt graph was built on"):
+        LapRLSClassifier(graph=graph).fit(as_dask(csr_row_blocks(X[:50], 3)), y[:50])
+    with pytest.raises(ValueError, match="features"):
+        LapRLSClassifier(graph=graph).fit(X, y).predict(as_dask(csr_row_blocks(X[:, :3], 2)))

@@ -18,6 +18,7 @@ from .._validation import (check_extreme_values, check_graph_param, check_nonneg
                            check_positive_int, check_tol)
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets, predict_index
+from ._dask import dask_decision_function, dask_predict, fit_on_dask, is_dask_array
 
 __all__ = ["SemiSupervisedMixin", "LinearLapClassifier", "store_params", "resolve_graph",
            "DEFAULT_N_NEIGHBORS"]
@@ -215,8 +216,11 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            All training documents, labeled and unlabeled (CSR is used as is).
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            All training documents, labeled and unlabeled (CSR is used as is). A
+            dask array of row blocks (CSR or ndarray chunks) is fitted on the
+            running ``dask.distributed`` cluster: graph and solver products on the
+            workers, the same model as in memory (:mod:`linlap.distributed`).
         y : array-like of shape (n_samples,)
             Labels; rows equal to ``unlabeled`` (default -1) are unlabeled.
 
@@ -224,6 +228,8 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         -------
         self
         """
+        if is_dask_array(X):  # the fit on the Dask cluster (linlap.distributed)
+            return fit_on_dask(self, X, y)
         self._check_params()
         # float32 CSR is used as is (the solvers accumulate in float64): half the memory
         X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(
@@ -257,3 +263,21 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         sol.decision = None  # n × C: not needed for a warm start, too big to keep or pickle
         self._solution = sol
         return self
+
+    def _dask_unsupported(self):
+        """Why this estimator cannot fit a dask array X (None: it can, by
+        ``_solve_distributed(X, targets, labeled, unlabeled, graph, balance, init, client)``)."""
+        return f"{type(self).__name__} fits X in memory only"
+
+    # -- predict ------------------------------------------------------------------------
+    def decision_function(self, X):
+        """Decision values ``X w + b`` (a dask array for a dask array X)."""
+        if is_dask_array(X):
+            return dask_decision_function(self, X)
+        return super().decision_function(X)
+
+    def predict(self, X):
+        """Predicted class labels (a dask array for a dask array X)."""
+        if is_dask_array(X):
+            return dask_predict(self, X)
+        return super().predict(X)

@@ -82,6 +82,19 @@ class LapRLSClassifier(LinearLapClassifier):
             init=init, callback=self._progress_callback("LapRLS"),
         )
 
+    def _dask_unsupported(self):
+        return None
+
+    def _solve_distributed(self, X, targets, labeled_rows, unlabeled_rows, graph, balance,
+                           init, client):
+        from ..distributed import laprls_fit
+
+        return laprls_fit(
+            X, targets, labeled_rows, graph, gamma_A=self.gamma_A, gamma_I=self.gamma_I,
+            balance=balance, unlabeled_rows=unlabeled_rows, fit_intercept=self.fit_intercept,
+            tol=self.tol, max_iter=self.max_iter, init=init,
+            callback=self._progress_callback("LapRLS"), client=client)
+
 
 class LapSVMClassifier(LinearLapClassifier):
     """Linear Laplacian SVM (seed 004 §4.2).
@@ -190,3 +203,20 @@ class LapSVMClassifier(LinearLapClassifier):
         )
         self._tinv_cache = (key, sol.state["factor"])
         return sol
+
+    def _dask_unsupported(self):
+        if self.solver != "newton":
+            return f"solver={self.solver!r} needs X in memory (a dask array: solver='newton')"
+        return None
+
+    def _solve_distributed(self, X, targets, labeled_rows, unlabeled_rows, graph, balance,
+                           init, client):
+        from ..distributed import lapsvm_fit
+
+        return lapsvm_fit(
+            X, targets, labeled_rows, graph, gamma_A=self.gamma_A, gamma_I=self.gamma_I,
+            balance=balance, unlabeled_rows=unlabeled_rows, fit_intercept=self.fit_intercept,
+            tol=self.tol, max_iter=self.max_iter, init=init,
+            callback=self._progress_callback("LapSVM Newton", "relative decrease of J",
+                                             every=1),
+            client=client)

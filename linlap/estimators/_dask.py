@@ -1,0 +1,175 @@
+"""The linear classifiers on a dask array X: fit on the Dask cluster, predict block-wise.
+
+``LapRLSClassifier().fit(X, y)`` with X a dask array of row blocks (scipy CSR or
+ndarray chunks, one chunk along the columns) runs through :mod:`linlap.distributed`:
+X is placed on the workers of the current ``distributed.Client`` in one block per
+worker thread, checked there, the graph is built on the workers
+(:func:`linlap.distributed.fit_graph`) unless a graph fitted on the same rows is
+given, and the solve is the single-machine one with its products on the workers. y
+is small (one label per row) and is used on the client. ``decision_function`` and
+``predict`` of a dask array return dask arrays computed block by block.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import MAX_ABS_VALUE
+
+__all__ = ["is_dask_array", "fit_on_dask", "dask_decision_function", "dask_predict"]
+
+
+def is_dask_array(X):
+    """Whether X is a dask array (without importing dask when it is not loaded)."""
+    return type(X).__module__.startswith("dask.") and hasattr(X, "chunks")
+
+
+def _client():
+    try:
+        from distributed import get_client
+    except ImportError as exc:  # pragma: no cover - dask without distributed
+        raise ImportError("Fitting on a dask array needs dask.distributed: pip install "
+                          "'linlap[dask]'.") from exc
+    try:
+        return get_client()
+    except ValueError as exc:
+        raise ValueError("X is a dask array but no dask.distributed Client is running: start "
+                         "one first, e.g. Client(LocalCluster()) or "
+                         "Client('tcp://scheduler:8786').") from exc
+
+
+def _block_summary(Xb):
+    """(max |x| with NaN for a non-finite value, rows) of one block."""
+    data = Xb.data if sp.issparse(Xb) else np.asarray(Xb)
+    if data.size and not np.all(np.isfinite(data)):
+        return np.array([[np.nan, Xb.shape[0]]])
+    top = max(float(data.max()), -float(data.min())) if data.size else 0.0
+    return np.array([[top, Xb.shape[0]]])
+
+
+def _check_dask_X(X, client):
+    """X as row blocks on the workers, one per worker thread, finite and not extreme."""
+    import dask.array as da
+
+    if X.ndim != 2 or X.numblocks[1] != 1:
+        raise ValueError("X must be a 2-D dask array chunked by rows only (one chunk along the "
+                         f"columns), got chunks {X.chunks}.")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes().")
+    if X.shape[0] < 2:
+        raise ValueError(f"X has {X.shape[0]} rows; at least 2 are needed.")
+    n_blocks = max(sum(client.nthreads().values()), 1)
+    if X.numblocks[0] > n_blocks:
+        X = X.rechunk({0: -(-X.shape[0] // n_blocks)})
+    X = client.persist(X)
+    summary = da.map_blocks(_block_summary, X, chunks=((1,) * X.numblocks[0], (2,)),
+                            dtype=np.float64, meta=np.empty((0, 2))).compute()
+    tops = summary[:, 0]
+    if np.any(np.isnan(tops)):
+        raise ValueError("Input X contains NaN or infinity.")
+    if tops.size and tops.max() > MAX_ABS_VALUE:
+        raise ValueError(f"X has extreme values (max |x| = {tops.max():.3g} > "
+                         f"{MAX_ABS_VALUE:g}): the solvers' sums of squares would overflow. "
+                         f"Rescale X (e.g. TF-IDF rows of unit norm).")
+    return X
+
+
+def fit_on_dask(est, X, y):
+    """The body of ``LinearLapClassifier.fit`` for a dask array X (see the module doc)."""
+    from ..graph import KNNGraph
+    from ..solvers._problem import pm1_targets, predict_index
+    from ._base import DEFAULT_N_NEIGHBORS, check_finite_solution
+
+    est._check_params()
+    reason = est._dask_unsupported()
+    if reason is not None:
+        raise ValueError(f"Cannot fit a dask array X: {reason}.")
+    client = _client()
+    if y is None:
+        raise ValueError(f"{type(est).__name__} requires y to be passed, but the target y is "
+                         f"None.")
+    if is_dask_array(y):
+        y = y.compute()
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
+    labeled_rows, unlabeled_rows, classes, y_idx = est._check_labels(y)
+    balance = est._balance_targets(classes, y_idx, unlabeled_rows.size)
+    X = _check_dask_X(X, client)
+    n, d = X.shape
+
+    graph = est.graph
+    if getattr(graph, "adjacency_", None) is not None:
+        if graph.n_samples_fit_ != n:
+            raise ValueError(
+                f"The prebuilt graph was built on {graph.n_samples_fit_} rows but X has {n}; "
+                f"pass the X the graph was built on (labeled and unlabeled rows).")
+    else:
+        from ..distributed import fit_graph
+
+        if graph is None:
+            graph = KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n - 1))
+        graph = fit_graph(graph, X, client=client, verbose=bool(est.verbose))
+    targets = pm1_targets(y_idx, classes.size)
+    init = None
+    prev = getattr(est, "_solution", None)
+    if est.warm_start and prev is not None and prev.coef.shape == (targets.shape[1], d):
+        init = prev
+    sol = est._solve_distributed(X, targets, labeled_rows, unlabeled_rows, graph, balance,
+                                 init, client)
+    check_finite_solution(sol.coef, sol.intercept)
+
+    est.classes_ = classes
+    est.coef_ = sol.coef
+    est.intercept_ = sol.intercept
+    est.n_iter_ = sol.n_iter
+    est.graph_ = graph
+    est.n_features_in_ = d
+    pred = predict_index(sol.decision)
+    pred[labeled_rows] = y_idx
+    est.transduction_ = classes[pred]
+    sol.decision = None
+    est._solution = sol
+    return est
+
+
+def _block_decision(Xb, coef, intercept):
+    scores = np.asarray(Xb @ coef.T) + intercept
+    return scores[:, 0] if scores.shape[1] == 1 else scores
+
+
+def _block_predict(Xb, coef, intercept, classes):
+    from ..solvers._problem import predict_index
+
+    return classes[predict_index(_block_decision(Xb, coef, intercept))]
+
+
+def _check_fitted_dask(est, X):
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(est, "coef_")
+    if X.ndim != 2 or X.numblocks[1] != 1:
+        raise ValueError("X must be a 2-D dask array chunked by rows only, got chunks "
+                         f"{X.chunks}.")
+    if X.shape[1] != est.coef_.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is "
+                         f"expecting {est.coef_.shape[1]} features as input.")
+
+
+def dask_decision_function(est, X):
+    """``X w + b`` of a dask array X, as a dask array (block by block on the workers)."""
+    _check_fitted_dask(est, X)
+    c = est.coef_.shape[0]
+    if c == 1:
+        return X.map_blocks(_block_decision, est.coef_, est.intercept_, drop_axis=1,
+                            dtype=np.float64, meta=np.empty(0))
+    return X.map_blocks(_block_decision, est.coef_, est.intercept_,
+                        chunks=(X.chunks[0], (c,)), dtype=np.float64, meta=np.empty((0, c)))
+
+
+def dask_predict(est, X):
+    """Predicted labels of a dask array X, as a dask array."""
+    _check_fitted_dask(est, X)
+    return X.map_blocks(_block_predict, est.coef_, est.intercept_, est.classes_, drop_axis=1,
+                        dtype=est.classes_.dtype, meta=np.empty(0, dtype=est.classes_.dtype))
