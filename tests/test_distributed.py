@@ -48,11 +48,11 @@ def problem(n=120, d=15, k=2, seed=0, sparse=True):
 KW = dict(gamma_A=1e-2, gamma_I=3.0, tol=1e-12, max_iter=500)
 
 
-@pytest.mark.parametrize("sparse", [True, False])
-def test_equals_single_machine_and_dense_reference(client, sparse):
+@pytest.mark.parametrize("sparse, on_workers", [(True, True), (False, False)])
+def test_equals_single_machine_and_dense_reference(client, sparse, on_workers):
     X, graph, labeled, T = problem(k=3, sparse=sparse)
     blocks = csr_row_blocks(X, 3) if sparse else np.array_split(X, 3)
-    sol = laprls_fit(as_dask(blocks), T, labeled, graph, **KW)
+    sol = laprls_fit(as_dask(blocks), T, labeled, graph, graph_on_workers=on_workers, **KW)
     ref = laprls_linear(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_, **KW)
     assert sol.converged and ref.converged
     np.testing.assert_allclose(sol.coef, ref.coef, rtol=0, atol=1e-8)
@@ -220,15 +220,16 @@ def test_lost_worker_recovers_or_fails_clearly(client):
     client.wait_for_workers(2, timeout=60)
 
 
-@pytest.mark.parametrize("balance", [False, True])
-def test_lapsvm_equals_single_machine(client, balance):
+@pytest.mark.parametrize("balance, on_workers", [(False, False), (True, True)])
+def test_lapsvm_equals_single_machine(client, balance, on_workers):
     X, graph, labeled, T = problem(k=2, seed=5)
     unlabeled = np.setdiff1d(np.arange(X.shape[0]), labeled)
     kw = dict(gamma_A=1e-2, gamma_I=3.0, tol=1e-10)
     if balance:
         kw.update(balance=[0.1, -0.3], unlabeled_rows=unlabeled)
     ref = lapsvm_newton(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_, **kw)
-    sol = lapsvm_fit(as_dask(csr_row_blocks(X, 3)), T, labeled, graph, **kw)
+    sol = lapsvm_fit(as_dask(csr_row_blocks(X, 3)), T, labeled, graph,
+                     graph_on_workers=on_workers, **kw)
     assert ref.converged and sol.converged
     np.testing.assert_allclose(sol.coef, ref.coef, rtol=0, atol=1e-8)
     np.testing.assert_allclose(sol.intercept, ref.intercept, rtol=0, atol=1e-8)

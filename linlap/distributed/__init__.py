@@ -4,10 +4,11 @@ Needs the ``dask`` extra: ``pip install linlap[dask]``.
 
 X is a dask array of scipy CSR row blocks (or a list of row blocks), each held by
 one worker; the graph is the fitted :class:`~linlap.KNNGraph` of the same rows, in
-the same order. Each operator product runs X·w, the graph term (L split
-by the same row blocks, with a halo exchange between workers) and Xᵀ(·) per block on
-the workers (see :mod:`linlap.distributed.operator` for what moves per iteration);
-CG runs on the client. The same code runs on a laptop's
+the same order. Each operator product runs X·w and Xᵀ(·) per block on the
+workers and the graph term on the client, or (``graph_on_workers=True``) on the workers
+with L split by the same row blocks and a halo exchange between them (see
+:mod:`linlap.distributed.operator` for what moves per iteration); CG runs on the
+client. The same code runs on a laptop's
 ``LocalCluster`` and on a real cluster (``Client("tcp://scheduler:8786")``).
 
 :mod:`linlap.distributed.text` builds such an X out of core: the workers read a

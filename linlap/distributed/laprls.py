@@ -8,7 +8,7 @@ __all__ = ["laprls_fit"]
 
 def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=None,
                unlabeled_rows=None, fit_intercept=True, tol=1e-6, max_iter=1000, init=None,
-               callback=None, client=None, retries=2, n_blocks=None):
+               callback=None, client=None, retries=2, n_blocks=None, graph_on_workers=False):
     """Minimise the linear LapRLS objective with X in row blocks on a Dask cluster.
 
     The problem and the method are those of :func:`linlap.solvers.laprls_linear`:
@@ -19,9 +19,10 @@ def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
 
     minimised by batched CG on the normal equations ``A z = X̃_lᵀ y`` (all columns in
     one solve; with ``balance`` one more column and ``z = z₀ + ν z₁``). Each CG product
-    runs on the workers, X·w, the graph's L^p by halo exchange and Xᵀ(·) per row
-    block (:class:`~linlap.distributed.operator.DistributedNormalOperator`); CG's
-    vectors of length d + 1 stay on the client. On the same graph the result equals
+    runs X·w and Xᵀ(·) per row block on the workers and the graph's L^p on the
+    client or, with ``graph_on_workers``, on the workers
+    (:class:`~linlap.distributed.operator.DistributedNormalOperator`); CG's vectors of
+    length d + 1 stay on the client. On the same graph the result equals
     the single-machine solve up to round-off in the summation order.
 
     Parameters
@@ -59,6 +60,10 @@ def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
     n_blocks : int, optional
         Row blocks of a dask array X (rechunked when it has more; default: the
         cluster's worker threads).
+    graph_on_workers : bool, default=False
+        Apply L^p in each CG product on the workers, L split by the row blocks, with
+        a halo exchange per power; False: on the client, to the gathered f (faster
+        on few workers, see :mod:`linlap.distributed.operator`).
 
     Returns
     -------
@@ -66,7 +71,8 @@ def laprls_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
         ``decision`` holds ``f`` for all n rows (gathered on the client).
     """
     with graph_operator(X, graph, fit_intercept=fit_intercept, client=client,
-                        retries=retries, n_blocks=n_blocks) as op:
+                        retries=retries, n_blocks=n_blocks,
+                        graph_on_workers=graph_on_workers) as op:
         return laprls_linear(
             None, targets, labeled_rows, graph.laplacian_matvec, gamma_A=gamma_A,
             gamma_I=gamma_I, scale=float(graph.scale_), balance=balance,

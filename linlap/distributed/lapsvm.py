@@ -9,7 +9,7 @@ __all__ = ["lapsvm_fit"]
 def lapsvm_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=None,
                unlabeled_rows=None, fit_intercept=True, tol=1e-6, max_iter=50,
                cg_max_iter=1000, init=None, callback=None, row_weights=None, client=None,
-               retries=2, n_blocks=None):
+               retries=2, n_blocks=None, graph_on_workers=False):
     """Minimise the linear LapSVM (squared hinge) objective with X on a Dask cluster.
 
     The problem, the method and the stopping rules are those of
@@ -21,8 +21,9 @@ def lapsvm_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
     by the L2-SVM modified finite Newton method; every Newton step's CG runs on the
     client with its products with X on the workers
     (:class:`~linlap.distributed.operator.DistributedNormalOperator`, one set of row
-    blocks shared by all steps, the graph's L^p by halo exchange); the line searches,
-    once per Newton step, apply the graph on the client to the gathered f. On the same graph the result equals the single-machine solve up to
+    blocks shared by all steps; the graph's L^p on the client or, with
+    ``graph_on_workers``, on the workers); the line searches, once per Newton step,
+    apply the graph on the client to the gathered f. On the same graph the result equals the single-machine solve up to
     round-off.
 
     Parameters
@@ -43,13 +44,18 @@ def lapsvm_fit(X, targets, labeled_rows, graph, *, gamma_A, gamma_I, balance=Non
     n_blocks : int, optional
         Row blocks of a dask array X (rechunked when it has more; default: the
         cluster's worker threads).
+    graph_on_workers : bool, default=False
+        Apply L^p in each CG product on the workers, L split by the row blocks, with
+        a halo exchange per power; False: on the client, to the gathered f (faster
+        on few workers, see :mod:`linlap.distributed.operator`).
 
     Returns
     -------
     LinearSolution
     """
     with graph_operator(X, graph, fit_intercept=fit_intercept, client=client,
-                        retries=retries, n_blocks=n_blocks) as op:
+                        retries=retries, n_blocks=n_blocks,
+                        graph_on_workers=graph_on_workers) as op:
         return lapsvm_newton(
             None, targets, labeled_rows, graph.laplacian_matvec, gamma_A=gamma_A,
             gamma_I=gamma_I, scale=float(graph.scale_), balance=balance,

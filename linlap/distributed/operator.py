@@ -6,8 +6,9 @@ scaling, same unpenalised bias), with X held by the workers as CSR row blocks:
     A z = X̃_Rᵀ X̃_R z + α [w; 0] + β X̃ᵀ L^p X̃ z,     X̃ = [X, 1],
     α = γ_A l,   β = γ_I s l.
 
-One product ``A Z`` for a block Z of shape (m, c), m = d (+1 with the bias), with
-the graph on the workers (``graph=``, what :func:`graph_operator` and the fits use):
+Two ways of applying the graph term are implemented. With ``graph=`` (the fits'
+``graph_on_workers=True``), one product ``A Z`` for a block Z of shape (m, c),
+m = d (+1 with the bias), runs entirely on the workers:
 
 1. Z goes to every row block's task (``m c`` floats per block; above
    ``SCATTER_BYTES`` it is broadcast once per worker instead);
@@ -27,11 +28,16 @@ tasks for B blocks and E (block, block) pairs that share an edge (at most B (B �
 The halo is small when the rows are in a locality order; in a random row order a kNN
 graph's halo approaches all rows of the other blocks (bench/RESULTS.md measures it).
 
-Without ``graph`` (a Laplacian given only as a callable), step 3 runs on the client:
-f is gathered there (``n c`` floats), ``U = β L^p F`` plus the loss rows is computed,
-and ``U_b`` goes back to block b's worker (``n c`` floats): two round trips. This is
-also how :meth:`~DistributedNormalOperator.apply_to_decision` works, from decision
-values already on the client.
+Without ``graph`` (the fits' default), step 3 runs on the client: f is gathered
+there (``n c`` floats), ``U = β L^p F`` plus the loss rows is computed by the graph's
+own fused passes, and ``U_b`` goes back to block b's worker (``n c`` floats): two round
+trips and ``2 B + B − 2`` tasks. This is also how
+:meth:`~DistributedNormalOperator.apply_to_decision` works, from decision values
+already on the client. Measured on two local workers (bench/RESULTS.md "Dask
+operator") the all-gather is the faster of the two: the p sequential halo exchanges
+cost more scheduler latency than the client's two n-vectors and its L^p pass, and the
+halo of a text kNN graph is most of the other blocks' rows. The halo exchange is
+for clusters where the client's bandwidth or the graph on the client is the limit.
 
 Blocks: a dask array with more row chunks than ``n_blocks`` (default: the worker
 threads) is rechunked to that many, since the tasks per product grow with B.
@@ -471,7 +477,7 @@ class DistributedNormalOperator:
 
 
 @contextlib.contextmanager
-def graph_operator(X, graph, *, fit_intercept, client=None, retries=2, graph_on_workers=True,
+def graph_operator(X, graph, *, fit_intercept, client=None, retries=2, graph_on_workers=False,
                    n_blocks=None):
     """The operator of X's row blocks for the rows of ``graph`` (a fitted KNNGraph),
     placed on the workers for the ``with`` block and released after it
