@@ -13,8 +13,12 @@ labels, binary), one kNN graph is built; then, side by side in the same run:
 * the pieces of a model of one iteration's time: one wave of B empty tasks (submit and
   gather: scheduler latency), the forward and backward pass of one block of n/B rows in
   this process (compute per block), the graph term, and the bytes moved;
-* a full LapRLS fit and a full LapSVM fit by each path (same graph, same tol) and the
-  difference of the models.
+* ``dask B=… halo``: the same with the graph term on the workers (``graph=``: L split by
+  the row blocks, a halo exchange per power), rows in X's order and in the graph's
+  locality order (X's rows and the graph permuted alike), with the halo rows per power;
+* a full LapRLS fit (graph term on the client, then on the workers) and a full LapSVM
+  fit by each path (same graph, same tol) and the difference of the models;
+* the peak resident memory of the client and of each worker process.
 
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 PYTHONPATH=. \\
         python bench/dask_operator.py --n 100000
@@ -22,6 +26,7 @@ labels, binary), one kNN graph is built; then, side by side in the same run:
 
 import argparse
 import os
+import resource
 import time
 import warnings
 from types import SimpleNamespace
@@ -157,15 +162,17 @@ def main():
     ref = laprls_linear(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_, **fit)
     t_ref = time.perf_counter() - t
     B = args.blocks[0]
-    t = time.perf_counter()
-    sol = laprls_fit(csr_row_blocks(X, B), T, labeled, graph, client=client, **fit)
-    t_sol = time.perf_counter() - t
-    dcoef = np.abs(sol.coef - ref.coef).max()
-    agree = np.mean((sol.decision > 0) == (ref.decision > 0))
-    print(f"\nLapRLS fit, tol={args.tol}: local {t_ref:.1f} s / {ref.n_iter} it, "
-          f"dask B={B} {t_sol:.1f} s / {sol.n_iter} it; max|Δcoef| = {dcoef:.1e} "
-          f"(max|coef| = {np.abs(ref.coef).max():.1e}), max|Δf| = "
-          f"{np.abs(sol.decision - ref.decision).max():.1e}, sign agreement {agree:.6f}")
+    for on_workers in (False, True):
+        t = time.perf_counter()
+        sol = laprls_fit(csr_row_blocks(X, B), T, labeled, graph, client=client,
+                         graph_on_workers=on_workers, **fit)
+        t_sol = time.perf_counter() - t
+        dcoef = np.abs(sol.coef - ref.coef).max()
+        agree = np.mean((sol.decision > 0) == (ref.decision > 0))
+        print(f"\nLapRLS fit, tol={args.tol}: local {t_ref:.1f} s / {ref.n_iter} it, "
+              f"dask B={B}{' halo' if on_workers else ''} {t_sol:.1f} s / {sol.n_iter} it; "
+              f"max|Δcoef| = {dcoef:.1e} (max|coef| = {np.abs(ref.coef).max():.1e}), max|Δf| = "
+              f"{np.abs(sol.decision - ref.decision).max():.1e}, sign agreement {agree:.6f}")
     svm = dict(gamma_A=gA, gamma_I=gI, tol=args.tol)
     t = time.perf_counter()
     ref = lapsvm_newton(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_, **svm)
@@ -178,6 +185,10 @@ def main():
           f"{ref.state['cg_iter']} CG it, dask B={B} {t_sol:.1f} s / {sol.n_iter} steps, "
           f"{sol.state['cg_iter']} CG it; max|Δcoef| = {np.abs(sol.coef - ref.coef).max():.1e}, "
           f"sign agreement {agree:.6f}")
+    peak = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    print("peak resident memory (GB): client "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f}, workers "
+          + ", ".join(f"{v / 2**20:.2f}" for v in peak.values()))
     client.close()
     cluster.close()
 
