@@ -73,23 +73,31 @@ def methods(graph, uniform=False, sweep=False):
             (f"LapS3VM γ_I={gI:g}, prior {pr}",
              lambda gI=gI, pr=pr: LapS3VMClassifier(gamma_I=gI, graph=graph, class_prior=pr))
             for pr in ("labeled", (0.5, 0.5)) for gI in (0.0, 0.1, 1.0, 10.0, 100.0)]
+    lab, pred = dict(class_prior="labeled"), dict(class_prior="predicted")
     out = [
         ("LinearSVC (labels only)", None),
         ("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph)),
-        ("S³VM γ_I=0, annealing", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN)),
-        ("S³VM γ_I=0, switching", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph,
-                                                             solver="switching", **PLAIN)),
-        ("LapS3VMClassifier (defaults: annealing)",
-         lambda: LapS3VMClassifier(graph=graph)),
-        ("LapS3VMClassifier(solver='switching')",
-         lambda: LapS3VMClassifier(graph=graph, solver="switching")),
+        ("S³VM γ_I=0, annealing, prior 'labeled'",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **lab)),
+        ("S³VM γ_I=0, annealing, prior 'predicted'",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **pred)),
+        ("S³VM γ_I=0, switching, prior 'predicted'",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, solver="switching", **PLAIN,
+                                   **pred)),
+        ("LapS3VM (γ_I=10), annealing, prior 'labeled'",
+         lambda: LapS3VMClassifier(graph=graph, **lab)),
+        ("LapS3VM (γ_I=10), annealing, prior 'predicted'",
+         lambda: LapS3VMClassifier(graph=graph, **pred)),
+        ("LapS3VM (γ_I=10), switching, prior 'predicted'",
+         lambda: LapS3VMClassifier(graph=graph, solver="switching", **pred)),
+        ("LapS3VMClassifier() (package defaults)", lambda: LapS3VMClassifier(graph=graph)),
     ]
     if uniform:
         bal = dict(class_prior=[0.5, 0.5])
         out += [
             ("S³VM γ_I=0, annealing, class_prior=[.5, .5]",
              lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **bal)),
-            ("LapS3VMClassifier(class_prior=[.5, .5])",
+            ("LapS3VM (γ_I=10), annealing, class_prior=[.5, .5]",
              lambda: LapS3VMClassifier(graph=graph, **bal)),
         ]
     return out

@@ -91,11 +91,25 @@ class LapS3VMClassifier(LinearLapClassifier):
             raise ValueError("LapS3VMClassifier needs a class balance: class_prior must be "
                              "'labeled' or class proportions, not None.")
 
+    def _balance_targets(self, classes, y_idx, n_unlabeled):
+        if isinstance(self.class_prior, str) and self.class_prior == "predicted":
+            if n_unlabeled == 0:
+                raise ValueError("class_prior needs unlabeled rows to constrain, but every "
+                                 "row of y is labeled.")
+            return "predicted"
+        if isinstance(self.class_prior, str) and self.class_prior != "labeled":
+            raise ValueError(f"class_prior must be 'predicted', 'labeled' or class "
+                             f"proportions, got {self.class_prior!r}.")
+        return super()._balance_targets(classes, y_idx, n_unlabeled)
+
     def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
-        pi = (np.asarray(balance, dtype=np.float64) + 1.0) / 2.0
-        if not np.all((pi > 0) & (pi < 1)):
-            raise ValueError(f"class_prior must give every class a proportion strictly "
-                             f"between 0 and 1, got {self.class_prior!r}.")
+        if isinstance(balance, str):
+            pi = "start"
+        else:
+            pi = (np.asarray(balance, dtype=np.float64) + 1.0) / 2.0
+            if not np.all((pi > 0) & (pi < 1)):
+                raise ValueError(f"class_prior must give every class a proportion strictly "
+                                 f"between 0 and 1, got {self.class_prior!r}.")
         solve = s3vm_annealing if self.solver == "annealing" else s3vm_switching
         report = self._progress_callback("LapS3VM", "temperature" if self.solver == "annealing"
                                          else "gamma_U", every=1)
@@ -107,5 +121,6 @@ class LapS3VMClassifier(LinearLapClassifier):
             tol=self.tol, max_iter=self.max_iter, init=init, callback=report,
         )
         self.unlabeled_labels_ = sol.state["P"]
+        self.positive_fraction_ = sol.state["positive_fraction"]
         self.n_solves_ = sol.state["n_solves"]
         return sol

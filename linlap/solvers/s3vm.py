@@ -34,7 +34,7 @@ from ._problem import LinearSolution, check_problem
 from .lapsvm_newton import lapsvm_newton
 
 __all__ = ["s3vm_annealing", "s3vm_switching", "s3vm_objective", "s3vm_problem",
-           "balanced_soft_labels"]
+           "balanced_soft_labels", "start_fraction"]
 
 
 def _sq_hinge(t):
@@ -176,6 +176,29 @@ def s3vm_objective(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, c
     return J
 
 
+def start_fraction(F_unlabeled):
+    """Class balance estimated from decision values on the unlabeled rows.
+
+    ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per column, then clipped to
+    ``[1/u, 1 − 1/u]``. The pointwise minimiser of the expected squared hinge
+    ``E[V(y f)]`` is ``f = 2 P(y = 1 | x) − 1`` (clipped to [−1, 1]), so for a
+    squared-hinge fit the mean of the clipped decision values estimates ``2π − 1``.
+
+    Parameters
+    ----------
+    F_unlabeled : ndarray of shape (u, k)
+
+    Returns
+    -------
+    pi : ndarray of shape (k,)
+    """
+    F = np.asarray(F_unlabeled, dtype=np.float64)
+    F = F[:, None] if F.ndim == 1 else F
+    u = F.shape[0]
+    pi = (1.0 + np.clip(F, -1.0, 1.0).mean(axis=0)) / 2.0
+    return np.clip(pi, 1.0 / u, 1.0 - 1.0 / u)
+
+
 def _mean_entropy(P):
     """Mean binary entropy of P per column, in units of log 2 (1: every p_j = ½)."""
     Q = np.clip(P, 1e-300, 1.0)
@@ -203,7 +226,16 @@ class _Solver:
         self.U = _check_unlabeled(X.shape[0], rows, unlabeled_rows)
         self.Y, self.rows = Y, rows
         self.k = Y.shape[1]
-        self.r = _check_fraction(positive_fraction, self.k)
+        if isinstance(positive_fraction, str):
+            if positive_fraction != "start":
+                raise ValueError(f"positive_fraction must be 'start' or proportions, got "
+                                 f"{positive_fraction!r}.")
+            if balance != "labels":
+                raise ValueError("positive_fraction='start' needs balance='labels' (the "
+                                 "start's decision values would depend on π).")
+            self.r = None  # estimated from the start (estimate_fraction)
+        else:
+            self.r = _check_fraction(positive_fraction, self.k)
         self.X, self.lap = X, laplacian_matvec
         self.kw = dict(gamma_A=gamma_A, gamma_I=gamma_I, scale=scale,
                        fit_intercept=fit_intercept, max_iter=max_iter, cg_max_iter=cg_max_iter)
@@ -235,6 +267,11 @@ class _Solver:
         self.cg_iter += sol.state.get("cg_iter", 0)
         return sol
 
+    def estimate_fraction(self, sol):
+        """π from the start when asked for ('start'): :func:`start_fraction`."""
+        if self.r is None:
+            self.r = start_fraction(sol.decision[self.U])
+
     def costs(self, FU):
         return self.gamma_U * (_sq_hinge(FU) - _sq_hinge(-FU))
 
@@ -251,7 +288,7 @@ class _Solver:
         if self.warned:
             warnings.warn(f"{name}: some inner finite Newton solves stopped before converging; "
                           f"increase max_iter or cg_max_iter.", ConvergenceWarning, stacklevel=3)
-        state = {"P": P, "n_solves": self.n_solves, "newton_steps": self.newton_steps,
+        state = {"P": P, "positive_fraction": self.r, "n_solves": self.n_solves, "newton_steps": self.newton_steps,
                  "cg_iter": self.cg_iter, **extra}
         return LinearSolution(sol.coef, sol.intercept, sol.decision, n_iter, sol.residual,
                               sol.converged and not self.warned, state, history)
@@ -365,6 +402,7 @@ def s3vm_annealing(
                 gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter,
                 balance)
     sol = S.solve(init=init)
+    S.estimate_fraction(sol)
     start = (sol.coef.copy(), sol.intercept.copy())
     if gamma_U == 0:  # the LapSVM minimiser, whatever p
         P = balanced_soft_labels(np.zeros((S.U.size, S.k)), 0.0, S.r)
@@ -503,6 +541,7 @@ def s3vm_switching(
     S = _Solver(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, gamma_A, gamma_I,
                 gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter)
     sol = S.solve(init=init)
+    S.estimate_fraction(sol)
     start = (sol.coef.copy(), sol.intercept.copy())
     u = S.U.size
     Yu = -np.ones((u, S.k))
