@@ -9,7 +9,10 @@
 Sets: ``pcmac`` (bundled) and the 20 Newsgroups pairs ``graphics-windows``
 (comp.graphics vs comp.windows.x), ``autos-motorcycles`` (rec.autos vs rec.motorcycles),
 ``med-space`` (sci.med vs sci.space), from ``20news-bydate.tar.gz`` in the data folder
-(``--data-dir``, default the environment variable LINLAP_DATA). 50 labels per draw
+(``--data-dir``, default the environment variable LINLAP_DATA). A set name with a suffix
+``@π`` (e.g. ``pcmac@0.7``) is that set with rows of the class in excess dropped at random
+(seed 0) from the training and test splits until class 1 makes up π of each: a check that
+a class-balance estimate follows the data rather than assuming balance. 50 labels per draw
 drawn from the training split; test split held out. Every method sees the same TF-IDF
 (``linlap.text.make_vectorizer`` fitted on the training split) and labels; the graph
 methods share one ``KNNGraph`` per set (its build time is printed once and is not in
@@ -67,12 +70,27 @@ def load(name, ddir):
             load_20newsgroups(path, "test", categories=PAIRS[name]))
 
 
+def skew(split, pi, seed=0):
+    """Documents and labels of ``split`` with the class-1 proportion cut to ``pi``: rows of
+    the class in excess dropped at random (seed fixed)."""
+    data, y = np.array(split.data, dtype=object), np.asarray(split.target)
+    rng = np.random.default_rng(seed)
+    i1, i0 = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    if pi > 0.5:
+        i0 = rng.choice(i0, int(i1.size * (1 - pi) / pi), replace=False)
+    else:
+        i1 = rng.choice(i1, int(i0.size * pi / (1 - pi)), replace=False)
+    keep = np.sort(np.concatenate([i0, i1]))
+    return data[keep], y[keep]
+
+
 def methods(graph, uniform=False, sweep=False):
     if sweep:  # diagnostic: the γ_I of the combined model, on test labels
         return [("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph))] + [
             (f"LapS3VM γ_I={gI:g}, prior {pr}",
              lambda gI=gI, pr=pr: LapS3VMClassifier(gamma_I=gI, graph=graph, class_prior=pr))
-            for pr in ("labeled", (0.5, 0.5)) for gI in (0.0, 0.1, 1.0, 10.0, 100.0)]
+            for pr in ("labeled", "predicted", (0.5, 0.5))
+            for gI in (0.0, 0.1, 1.0, 10.0, 100.0)]
     lab, pred = dict(class_prior="labeled"), dict(class_prior="predicted")
     out = [
         ("LinearSVC (labels only)", None),
@@ -111,14 +129,16 @@ def fit(make, X, ys):
 
 
 def run_set(name, draws, ddir, uniform, sweep=False):
-    train, test = load(name, ddir)
+    base, _, pi = name.partition("@")
+    train, test = load(base, ddir)
+    (dtr, y), (dte, yt) = ((skew(train, float(pi)), skew(test, float(pi))) if pi else
+                           ((train.data, train.target), (test.data, test.target)))
     vec = make_vectorizer()
-    X, Xt = vec.fit_transform(train.data), vec.transform(test.data)
-    y, yt = train.target, test.target
+    X, Xt = vec.fit_transform(dtr), vec.transform(dte)
     t = time.perf_counter()
     graph = KNNGraph(random_state=0).fit(X)
     t_graph = time.perf_counter() - t
-    print(f"\n### {name}: {X.shape[0]} training docs ({N_LABELS} labeled), {Xt.shape[0]} test, "
+    print(f"\n### {name}: {X.shape[0]} training docs ({100 * np.mean(y == 1):.0f} % class 1) ({N_LABELS} labeled), {Xt.shape[0]} test, "
           f"{X.shape[1]} terms, {draws} draws\n")
     print(f"graph ({graph.n_neighbors}-NN, {graph.algorithm_}) {t_graph:.1f} s, shared, not "
           f"in the fit times\n")
@@ -251,7 +271,8 @@ def main():
     ap.add_argument("--data-dir", default=None,
                     help="folder holding 20news-bydate.tar.gz (default: $LINLAP_DATA)")
     ap.add_argument("--draws", type=int, default=10)
-    ap.add_argument("--sets", default="pcmac," + ",".join(PAIRS))
+    ap.add_argument("--sets", default="pcmac," + ",".join(PAIRS),
+                    help="comma-separated set names, each optionally with @π (class-1 share)")
     ap.add_argument("--select", action="store_true",
                     help="run the PCMAC train/validation grid instead")
     ap.add_argument("--uniform-prior", action="store_true",
@@ -275,7 +296,7 @@ def main():
         multiclass(args.draws, args.data_dir)
         return
     sets = args.sets.split(",")
-    if any(s != "pcmac" for s in sets):
+    if any(not s.startswith("pcmac") for s in sets):
         data_dir(args.data_dir)  # fail early with the message
     results = {s: run_set(s, args.draws, args.data_dir, args.uniform_prior, args.gamma_I_sweep)
                for s in sets}
