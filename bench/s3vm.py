@@ -2,7 +2,7 @@
 (deterministic annealing and multi-switch TSVM) and LinearSVC on binary text.
 
     python bench/s3vm.py [--data-dir DIR] [--draws 10] [--sets pcmac,graphics-windows,...]
-    python bench/s3vm.py --select [--draws 10]
+    python bench/s3vm.py --select [--draws 10] [--class-prior predicted]
     python bench/s3vm.py --multiclass --data-dir DIR [--draws 3]
     python bench/s3vm.py --memory 100000
 
@@ -232,7 +232,7 @@ def memory(n):
             print(f"| {type(est).__name__} | {t:.1f} | {peak:.1f} |", flush=True)
 
 
-def select(draws):
+def select(draws, prior="labeled"):
     """Validation grid on PCMAC's training split (no test labels)."""
     tr = load_pcmac("train")
     data, y = np.array(tr.data, dtype=object), tr.target
@@ -243,7 +243,7 @@ def select(draws):
     graph = KNNGraph(random_state=0).fit(X)
     print(f"\nPCMAC training split cut 70/30: fit on {X.shape[0]} docs ({N_LABELS} labeled), "
           f"validate on {Xv.shape[0]}; {draws} draws; solver='annealing', "
-          f"class_prior='labeled'\n")
+          f"class_prior={prior!r}\n")
     print("| γ_A | γ_I | γ_U | validation error % |")
     print("|---|---|---|---|")
     best = {}
@@ -254,7 +254,8 @@ def select(draws):
         errs = []
         for seed in range(draws):
             ys = mask_labels(y, N_LABELS, random_state=seed)
-            m = LapS3VMClassifier(gamma_A=gA, gamma_I=gI, gamma_U=gU, graph=graph).fit(X, ys)
+            m = LapS3VMClassifier(gamma_A=gA, gamma_I=gI, gamma_U=gU, graph=graph,
+                                  class_prior=prior).fit(X, ys)
             errs.append(100 * np.mean(m.predict(Xv) != yv))
         e = float(np.mean(errs))
         fam = "LapSVM (γ_U=0)" if gU == 0 else ("S³VM (γ_I=0)" if gI == 0 else "combined")
@@ -275,6 +276,8 @@ def main():
                     help="comma-separated set names, each optionally with @π (class-1 share)")
     ap.add_argument("--select", action="store_true",
                     help="run the PCMAC train/validation grid instead")
+    ap.add_argument("--class-prior", default="labeled", choices=["labeled", "predicted"],
+                    help="class_prior of the --select grid")
     ap.add_argument("--uniform-prior", action="store_true",
                     help="also run the S³VMs with class_prior=[0.5, 0.5]")
     ap.add_argument("--multiclass", action="store_true",
@@ -287,7 +290,7 @@ def main():
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     if args.select:
-        select(args.draws)
+        select(args.draws, args.class_prior)
         return
     if args.memory:
         memory(args.memory)

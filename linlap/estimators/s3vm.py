@@ -48,11 +48,18 @@ class LapS3VMClassifier(LinearLapClassifier):
         (:func:`linlap.solvers.s3vm.s3vm_switching`), usually cheaper.
     graph : KNNGraph or None, default=None
         As in :class:`~linlap.LapRLSClassifier`.
-    class_prior : 'labeled', array-like or dict, default='labeled'
-        Proportions π of the classes among the unlabeled rows: 'labeled' takes the
-        labeled rows' class proportions; otherwise proportions in the order of
-        ``classes_`` (or a dict class → proportion). Every proportion must lie
-        strictly between 0 and 1.
+    class_prior : 'predicted', 'labeled', array-like or dict, default='labeled'
+        Proportions π of the classes among the unlabeled rows (per one-vs-rest column).
+        'predicted': estimated from the decision values ``f_j`` of the initial LapSVM
+        solve (the start of the annealing or switching, so at no extra cost) on the u
+        unlabeled rows, ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per column,
+        clipped to ``[1/u, 1 − 1/u]`` (:func:`linlap.solvers.s3vm.start_fraction`; the
+        squared hinge's pointwise minimiser is ``f = 2 P(y = 1 | x) − 1``, so the mean
+        clipped decision value estimates ``2π − 1``); with ``gamma_I=0`` the start is
+        the plain squared-hinge SVM on the labeled rows, so no graph enters the
+        estimate. 'labeled': the labeled rows' class proportions. Otherwise
+        proportions in the order of ``classes_`` (or a dict class → proportion); every
+        proportion must lie strictly between 0 and 1.
     unlabeled : object, default=-1
         Marker of unlabeled rows in ``y``.
     fit_intercept : bool, default=True
@@ -73,6 +80,9 @@ class LapS3VMClassifier(LinearLapClassifier):
     unlabeled_labels_ : ndarray of shape (u, 1) or (u, n_classes)
         Final probability that each unlabeled row (in row order) is in the positive
         class of each one-vs-rest column (0/1 for 'switching').
+    positive_fraction_ : ndarray of shape (1,) or (n_classes,)
+        The proportion π of positive unlabeled rows the fit kept, per one-vs-rest
+        column (the estimate with ``class_prior='predicted'``).
     n_solves_ : int
         Finite Newton solves of the last fit (the initial LapSVM included).
     """

@@ -8,7 +8,8 @@ one-vs-rest class),
 
 ``V(t) = max(0, 1 − t)²`` the squared hinge, ``s`` the graph scale, over ``w, b``
 and the unlabeled labels ``p_j ∈ {0, 1}`` (1: row j is positive) subject to the
-class balance ``(1/u) Σ_j p_j = π`` (π the wanted positive proportion). Two
+class balance ``(1/u) Σ_j p_j = π`` (π the wanted positive proportion, given or
+estimated from the start's decision values: :func:`start_fraction`). Two
 solvers, both built on the row-weighted finite Newton LapSVM
 (:func:`linlap.solvers.lapsvm_newton.lapsvm_newton` with ``row_weights``):
 
@@ -334,7 +335,7 @@ def s3vm_annealing(
     ``J_T`` the S³VM objective (:func:`s3vm_objective`).
 
     Algorithm: start from the LapSVM on the labeled rows alone (``init`` warm-starts
-    it); ``T = temperature``. At each T alternate (i) ``p`` for fixed ``f`` in closed
+    it; ``positive_fraction='start'`` estimates π from it); ``T = temperature``. At each T alternate (i) ``p`` for fixed ``f`` in closed
     form (:func:`balanced_soft_labels` with ``g_j = γ_U (V(f_j) − V(−f_j))``) and
     (ii) ``f`` for fixed ``p``: the row-weighted squared-hinge LapSVM of
     :func:`s3vm_problem` by finite Newton, warm-started from the last ``f``. The
@@ -362,8 +363,11 @@ def s3vm_annealing(
         Weights of ``‖w‖²``, the graph term and the unlabeled loss (≥ 0).
     scale : float
         ``s``, the normalisation of the graph term.
-    positive_fraction : float or ndarray of shape (k,)
-        π per column, in (0, 1).
+    positive_fraction : float, ndarray of shape (k,) or 'start'
+        π per column, in (0, 1). 'start': estimated from the decision values of the
+        LapSVM start on the unlabeled rows by :func:`start_fraction`,
+        ``π = (1 + mean_j clip(f_j, −1, 1)) / 2`` (clipped to ``[1/u, 1 − 1/u]``);
+        needs ``balance='labels'``.
     fit_intercept : bool, default=True
     temperature, annealing_rate : float, default=10, 1.5
         Initial T and its divisor per outer step.
@@ -388,7 +392,7 @@ def s3vm_annealing(
     -------
     LinearSolution
         ``n_iter`` is the number of temperatures visited; ``state`` holds ``P`` (the
-        final labels, (u, k)), ``n_solves`` (finite Newton runs, the start included),
+        final labels, (u, k)), ``positive_fraction`` (π used, (k,)), ``n_solves`` (finite Newton runs, the start included),
         ``newton_steps``, ``cg_iter``, ``start`` (the LapSVM start as
         ``(coef, intercept)``) and ``temperatures``; ``history`` the S³VM objective
         (summed over columns, at the hard labels) after each temperature and after
@@ -499,8 +503,8 @@ def s3vm_switching(
     labels ``ŷ_j = ±1`` of the unlabeled rows with exactly ``round(π u)`` positives
     per column (SVMlin's multi-switch TSVM with the graph term added).
 
-    Algorithm: start from the LapSVM on the labeled rows (``init`` warm-starts it);
-    label the ``round(π u)`` unlabeled rows of largest ``f`` positive. Raise the
+    Algorithm: start from the LapSVM on the labeled rows (``init`` warm-starts it;
+    ``positive_fraction='start'`` estimates π from it); label the ``round(π u)`` unlabeled rows of largest ``f`` positive. Raise the
     unlabeled weight from ``gamma_U_start · γ_U`` by ``annealing_rate`` per stage up
     to γ_U; at each stage alternate a finite Newton solve of the hard-labelled
     problem (warm-started) with a switching pass that swaps every pair (positive
@@ -530,7 +534,7 @@ def s3vm_switching(
     -------
     LinearSolution
         ``n_iter`` counts stages; ``state`` holds ``P`` (final labels as 0/1),
-        ``n_solves``, ``newton_steps``, ``cg_iter``, ``switches`` (total swaps) and
+        ``positive_fraction`` (π used), ``n_solves``, ``newton_steps``, ``cg_iter``, ``switches`` (total swaps) and
         ``start``; ``history`` the objective at γ_U after each stage.
     """
     if not (0 < gamma_U_start <= 1 and annealing_rate > 1 and max_rounds >= 1):
