@@ -48,7 +48,7 @@ class LapS3VMClassifier(LinearLapClassifier):
         (:func:`linlap.solvers.s3vm.s3vm_switching`), usually cheaper.
     graph : KNNGraph or None, default=None
         As in :class:`~linlap.LapRLSClassifier`.
-    class_prior : 'predicted', 'labeled', array-like or dict, default='labeled'
+    class_prior : 'predicted', 'labeled', array-like or dict, default='predicted'
         Proportions π of the classes among the unlabeled rows (per one-vs-rest column).
         'predicted': estimated from the decision values ``f_j`` of the initial LapSVM
         solve (the start of the annealing or switching, so at no extra cost) on the u
@@ -88,7 +88,7 @@ class LapS3VMClassifier(LinearLapClassifier):
     """
 
     def __init__(self, gamma_A=1e-3, gamma_I=10.0, gamma_U=1.0, *, solver="annealing",
-                 graph=None, class_prior="labeled", unlabeled=-1, fit_intercept=True,
+                 graph=None, class_prior="predicted", unlabeled=-1, fit_intercept=True,
                  tol=1e-4, max_iter=50, warm_start=False, verbose=0):
         store_params(self, locals())
 
@@ -99,7 +99,7 @@ class LapS3VMClassifier(LinearLapClassifier):
             raise ValueError(f"solver must be 'annealing' or 'switching', got {self.solver!r}.")
         if self.class_prior is None:
             raise ValueError("LapS3VMClassifier needs a class balance: class_prior must be "
-                             "'labeled' or class proportions, not None.")
+                             "'predicted', 'labeled' or class proportions, not None.")
 
     def _balance_targets(self, classes, y_idx, n_unlabeled):
         if isinstance(self.class_prior, str) and self.class_prior == "predicted":
