@@ -22,8 +22,9 @@ same process, after one untimed warm-up fit of every method.
 ``--select`` chooses the S³VM weights without test labels: PCMAC's training split is
 cut 70/30 (stratified, seed 0); the models are fitted on the 70 % (50 labels per draw)
 and scored on the 30 %; the smallest mean validation error of each family is
-reported. The package default of ``LapS3VMClassifier`` and the ``PLAIN`` setting of
-the γ_I = 0 rows below are those choices.
+reported (``--class-prior`` sets the balance of the grid). The package default of
+``LapS3VMClassifier`` (grid with 'predicted') and the ``PLAIN`` / ``PLAIN_PRED`` settings
+of the γ_I = 0 rows below are those choices.
 """
 
 import argparse
@@ -48,8 +49,10 @@ PAIRS = {
     "med-space": ["sci.med", "sci.space"],
 }
 N_LABELS = 50
-#: γ_A, γ_U of the graph-free S³VM rows (chosen by --select, γ_I = 0 family).
+#: γ_A, γ_U of the graph-free S³VM rows, chosen by --select (γ_I = 0 family) with
+#: class_prior='labeled' (PLAIN) and with class_prior='predicted' (PLAIN_PRED).
 PLAIN = dict(gamma_A=1e-3, gamma_U=1.0)
+PLAIN_PRED = dict(gamma_A=1e-2, gamma_U=10.0)
 
 
 def data_dir(arg):
@@ -95,27 +98,30 @@ def methods(graph, uniform=False, sweep=False):
     out = [
         ("LinearSVC (labels only)", None),
         ("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph)),
-        ("S³VM γ_I=0, annealing, prior 'labeled'",
+        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'labeled'",
          lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **lab)),
-        ("S³VM γ_I=0, annealing, prior 'predicted'",
+        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'predicted'",
          lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **pred)),
-        ("S³VM γ_I=0, switching, prior 'predicted'",
-         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, solver="switching", **PLAIN,
-                                   **pred)),
-        ("LapS3VM (γ_I=10), annealing, prior 'labeled'",
-         lambda: LapS3VMClassifier(graph=graph, **lab)),
-        ("LapS3VM (γ_I=10), annealing, prior 'predicted'",
-         lambda: LapS3VMClassifier(graph=graph, **pred)),
-        ("LapS3VM (γ_I=10), switching, prior 'predicted'",
-         lambda: LapS3VMClassifier(graph=graph, solver="switching", **pred)),
-        ("LapS3VMClassifier() (package defaults)", lambda: LapS3VMClassifier(graph=graph)),
+        ("S³VM γ_I=0 (1e-2, 0, 10), annealing, 'predicted'",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN_PRED, **pred)),
+        ("S³VM γ_I=0 (1e-2, 0, 10), switching, 'predicted'",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, solver="switching",
+                                   **PLAIN_PRED, **pred)),
+        ("LapS3VM (1e-3, 10, 1), annealing, 'labeled' (old defaults)",
+         lambda: LapS3VMClassifier(gamma_I=10.0, graph=graph, **lab)),
+        ("LapS3VM (1e-3, 10, 1), annealing, 'predicted'",
+         lambda: LapS3VMClassifier(gamma_I=10.0, graph=graph, **pred)),
+        ("LapS3VMClassifier() (defaults: (1e-3, 1, 1), annealing, 'predicted')",
+         lambda: LapS3VMClassifier(graph=graph)),
+        ("LapS3VMClassifier(solver='switching')",
+         lambda: LapS3VMClassifier(graph=graph, solver="switching")),
     ]
     if uniform:
         bal = dict(class_prior=[0.5, 0.5])
         out += [
-            ("S³VM γ_I=0, annealing, class_prior=[.5, .5]",
+            ("S³VM γ_I=0 (1e-3, 0, 1), annealing, class_prior=[.5, .5]",
              lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **bal)),
-            ("LapS3VM (γ_I=10), annealing, class_prior=[.5, .5]",
+            ("LapS3VMClassifier(class_prior=[.5, .5])",
              lambda: LapS3VMClassifier(graph=graph, **bal)),
         ]
     return out
