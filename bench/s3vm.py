@@ -5,6 +5,7 @@
     python bench/s3vm.py --select [--draws 10] [--class-prior predicted]
     python bench/s3vm.py --multiclass --data-dir DIR [--draws 3]
     python bench/s3vm.py --memory 100000
+    python bench/s3vm.py --prior-estimates [--sets pcmac,pcmac@0.7,...]
 
 Sets: ``pcmac`` (bundled) and the 20 Newsgroups pairs ``graphics-windows``
 (comp.graphics vs comp.windows.x), ``autos-motorcycles`` (rec.autos vs rec.motorcycles),
@@ -238,6 +239,67 @@ def memory(n):
             print(f"| {type(est).__name__} | {t:.1f} | {peak:.1f} |", flush=True)
 
 
+def prior_estimates(sets, draws, ddir):
+    """Error of class-balance estimates (|π̂ − π| on the unlabeled rows, points) per set."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import spsolve
+    from scipy.special import expit
+
+    from linlap.solvers.lapsvm_newton import lapsvm_newton
+    from linlap.solvers.s3vm import start_fraction
+
+    def em(p, pi0, n_iter=200):  # Saerens, Latinne & Decaestecker (2002) prior-shift EM
+        pi = pi0
+        for _ in range(n_iter):
+            a, b = pi / pi0 * p, (1 - pi) / (1 - pi0) * (1 - p)
+            pi = np.mean(a / (a + b))
+        return pi
+
+    starts = [("SVM (γ_I=0, γ_A=1e-3)", 0.0, 1e-3), ("LapSVM γ_I=1, γ_A=1e-3", 1.0, 1e-3),
+              ("LapSVM γ_I=10, γ_A=1e-3", 10.0, 1e-3), ("LapSVM γ_I=10, γ_A=1e-4", 10.0, 1e-4)]
+    err = {}
+    for name in sets:
+        base, _, pi = name.partition("@")
+        train, _ = load(base, ddir)
+        dtr, y = skew(train, float(pi)) if pi else (train.data, train.target)
+        X = make_vectorizer().fit_transform(dtr)
+        graph = KNNGraph(random_state=0).fit(X)
+        W = graph.adjacency_.tocsr()
+        W = ((W + W.T) / 2).tocsr()
+        Lc = (sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W).tocsr()
+        for seed in range(draws):
+            ys = mask_labels(y, N_LABELS, random_state=seed)
+            lab, unl = np.flatnonzero(ys != -1), np.flatnonzero(ys == -1)
+            t = np.where(ys[lab] == 1, 1.0, -1.0)[:, None]
+            true = np.mean(y[unl] == 1)
+            pl = np.mean(ys[lab] == 1)
+            est = {"'labeled': labeled proportion": pl}
+            for sname, gI, gA in starts:
+                f = lapsvm_newton(X, t, lab, graph.laplacian_matvec if gI else None,
+                                  gamma_A=gA, gamma_I=gI, scale=graph.scale_,
+                                  tol=1e-4).decision[unl, 0]
+                est[f"{sname}: (1 + mean clip(f))/2"] = start_fraction(f)[0]
+                est[f"{sname}: fraction f > 0"] = np.mean(f > 0)
+                est[f"{sname}: prior-shift EM on σ(2f)"] = em(expit(2 * f), pl)
+            Luu = Lc[unl][:, unl].tocsc()
+            h = [spsolve(Luu, W[unl][:, lab] @ (ys[lab] == c).astype(float)) for c in (1, 0)]
+            est["harmonic function (Zhu et al. 2003): fraction h₊ > h₋"] = np.mean(h[0] > h[1])
+            n1 = np.sum(ys[lab] == 1)
+            est["harmonic, class-normalised: h₊/l₊ > h₋/l₋"] = np.mean(
+                h[0] / n1 > h[1] / (lab.size - n1))
+            for k, v in est.items():
+                err.setdefault(k, {}).setdefault(name, []).append(100 * (v - true))
+        print(f"{name} done", file=sys.stderr, flush=True)
+    print(f"\n|π̂ − π| on the unlabeled rows, points (mean over {draws} draws; in brackets the "
+          f"mean signed error)\n")
+    print("| estimate | " + " | ".join(sets) + " | mean |")
+    print("|---|" + "---|" * (len(sets) + 1))
+    for k, d in err.items():
+        cells = [f"{np.mean(np.abs(d[s])):.1f} ({np.mean(d[s]):+.1f})" for s in sets]
+        print(f"| {k} | " + " | ".join(cells)
+              + f" | {np.mean([np.mean(np.abs(d[s])) for s in sets]):.1f} |")
+
+
 def select(draws, prior="labeled"):
     """Validation grid on PCMAC's training split (no test labels)."""
     tr = load_pcmac("train")
@@ -290,6 +352,8 @@ def main():
                     help="run the 20-class 20 Newsgroups protocol (5 labels per class) instead")
     ap.add_argument("--memory", type=int, default=None, metavar="N",
                     help="traced fit memory of LapSVM and LapS3VM on N synthetic rows instead")
+    ap.add_argument("--prior-estimates", action="store_true",
+                    help="diagnostic: error of class-balance estimates on the unlabeled rows")
     ap.add_argument("--gamma-I-sweep", action="store_true",
                     help="diagnostic: LapS3VMClassifier test error against γ_I (test labels: "
                          "not a way to choose γ_I)")
@@ -307,6 +371,9 @@ def main():
     sets = args.sets.split(",")
     if any(not s.startswith("pcmac") for s in sets):
         data_dir(args.data_dir)  # fail early with the message
+    if args.prior_estimates:
+        prior_estimates(sets, args.draws, args.data_dir)
+        return
     results = {s: run_set(s, args.draws, args.data_dir, args.uniform_prior, args.gamma_I_sweep)
                for s in sets}
     labels = list(next(iter(results.values())))
