@@ -187,10 +187,16 @@ def multiclass(draws, ddir):
     print(f"\n### 20 Newsgroups, 20 classes, 5 labels per class, {draws} draws\n\n"
           f"{X.shape[0]} training docs, {Xt.shape[0]} test, {X.shape[1]} terms; graph "
           f"{time.perf_counter() - t:.1f} s (shared, not in the fit times)\n")
+    lab = dict(class_prior="labeled")
     ms = [("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph)),
-          ("S³VM γ_I=0, annealing", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph,
-                                                             **PLAIN)),
-          ("LapS3VMClassifier (defaults: annealing)", lambda: LapS3VMClassifier(graph=graph))]
+          ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'labeled'",
+           lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **lab)),
+          ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'predicted'",
+           lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN)),
+          ("LapS3VMClassifier(class_prior='labeled')",
+           lambda: LapS3VMClassifier(graph=graph, **lab)),
+          ("LapS3VMClassifier() (defaults: (1e-3, 1, 1), 'predicted')",
+           lambda: LapS3VMClassifier(graph=graph))]
     small = KNNGraph(random_state=0).fit(X[:1000])  # JIT warm-up on 1,000 rows, untimed
     warm = mask_labels(y[:1000], 40, random_state=0)
     for est in (LapSVMClassifier(graph=small), LapS3VMClassifier(graph=small)):
