@@ -145,7 +145,8 @@ def run_set(name, draws, ddir, uniform, sweep=False):
     t = time.perf_counter()
     graph = KNNGraph(random_state=0).fit(X)
     t_graph = time.perf_counter() - t
-    print(f"\n### {name}: {X.shape[0]} training docs ({100 * np.mean(y == 1):.0f} % class 1) ({N_LABELS} labeled), {Xt.shape[0]} test, "
+    print(f"\n### {name}: {X.shape[0]} training docs ({100 * np.mean(y == 1):.0f} % class 1) "
+          f"({N_LABELS} labeled), {Xt.shape[0]} test, "
           f"{X.shape[1]} terms, {draws} draws\n")
     print(f"graph ({graph.n_neighbors}-NN, {graph.algorithm_}) {t_graph:.1f} s, shared, not "
           f"in the fit times\n")

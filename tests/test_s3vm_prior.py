@@ -7,7 +7,6 @@ f the decision values of the start (the LapSVM on the labeled rows).
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.base import clone
 
 from linlap import KNNGraph, LapS3VMClassifier, LapSVMClassifier

@@ -289,8 +289,8 @@ class _Solver:
         if self.warned:
             warnings.warn(f"{name}: some inner finite Newton solves stopped before converging; "
                           f"increase max_iter or cg_max_iter.", ConvergenceWarning, stacklevel=3)
-        state = {"P": P, "positive_fraction": self.r, "n_solves": self.n_solves, "newton_steps": self.newton_steps,
-                 "cg_iter": self.cg_iter, **extra}
+        state = {"P": P, "positive_fraction": self.r, "n_solves": self.n_solves,
+                 "newton_steps": self.newton_steps, "cg_iter": self.cg_iter, **extra}
         return LinearSolution(sol.coef, sol.intercept, sol.decision, n_iter, sol.residual,
                               sol.converged and not self.warned, state, history)
 
@@ -335,7 +335,8 @@ def s3vm_annealing(
     ``J_T`` the S³VM objective (:func:`s3vm_objective`).
 
     Algorithm: start from the LapSVM on the labeled rows alone (``init`` warm-starts
-    it; ``positive_fraction='start'`` estimates π from it); ``T = temperature``. At each T alternate (i) ``p`` for fixed ``f`` in closed
+    it; ``positive_fraction='start'`` estimates π from it); ``T = temperature``. At
+    each T alternate (i) ``p`` for fixed ``f`` in closed
     form (:func:`balanced_soft_labels` with ``g_j = γ_U (V(f_j) − V(−f_j))``) and
     (ii) ``f`` for fixed ``p``: the row-weighted squared-hinge LapSVM of
     :func:`s3vm_problem` by finite Newton, warm-started from the last ``f``. The
@@ -392,7 +393,8 @@ def s3vm_annealing(
     -------
     LinearSolution
         ``n_iter`` is the number of temperatures visited; ``state`` holds ``P`` (the
-        final labels, (u, k)), ``positive_fraction`` (π used, (k,)), ``n_solves`` (finite Newton runs, the start included),
+        final labels, (u, k)), ``positive_fraction`` (π used, (k,)), ``n_solves``
+        (finite Newton runs, the start included),
         ``newton_steps``, ``cg_iter``, ``start`` (the LapSVM start as
         ``(coef, intercept)``) and ``temperatures``; ``history`` the S³VM objective
         (summed over columns, at the hard labels) after each temperature and after
@@ -504,7 +506,8 @@ def s3vm_switching(
     per column (SVMlin's multi-switch TSVM with the graph term added).
 
     Algorithm: start from the LapSVM on the labeled rows (``init`` warm-starts it;
-    ``positive_fraction='start'`` estimates π from it); label the ``round(π u)`` unlabeled rows of largest ``f`` positive. Raise the
+    ``positive_fraction='start'`` estimates π from it); label the ``round(π u)``
+    unlabeled rows of largest ``f`` positive. Raise the
     unlabeled weight from ``gamma_U_start · γ_U`` by ``annealing_rate`` per stage up
     to γ_U; at each stage alternate a finite Newton solve of the hard-labelled
     problem (warm-started) with a switching pass that swaps every pair (positive
@@ -534,7 +537,8 @@ def s3vm_switching(
     -------
     LinearSolution
         ``n_iter`` counts stages; ``state`` holds ``P`` (final labels as 0/1),
-        ``positive_fraction`` (π used), ``n_solves``, ``newton_steps``, ``cg_iter``, ``switches`` (total swaps) and
+        ``positive_fraction`` (π used), ``n_solves``, ``newton_steps``, ``cg_iter``,
+        ``switches`` (total swaps) and
         ``start``; ``history`` the objective at γ_U after each stage.
     """
     if not (0 < gamma_U_start <= 1 and annealing_rate > 1 and max_rounds >= 1):
