@@ -25,6 +25,8 @@ def test_start_fraction_formula():
     np.testing.assert_allclose(start_fraction(F[:, 0]), [(1 + 0.075) / 2])
     # every f ≥ 1: π would be 1; clipped to 1 − 1/u (and 1/u at the other end)
     np.testing.assert_allclose(start_fraction(np.full((5, 2), [3.0, -2.0])), [0.8, 0.2])
+    # one-vs-rest classes: divided by the sum (0.5375 + 0.6625 = 1.2)
+    np.testing.assert_allclose(start_fraction(F, classes=True), [0.5375 / 1.2, 0.6625 / 1.2])
 
 
 @pytest.mark.parametrize("sparse", [True, False])
@@ -86,8 +88,12 @@ def test_estimator_predicted_prior(solver, dense):
 
 def test_estimator_predicted_multiclass_and_bad_values():
     X, y, ys = text_like(n=150, classes=3, seed=2)
-    m = LapS3VMClassifier(class_prior="predicted").fit(X, ys)
-    assert m.positive_fraction_.shape == (3,)
+    m = LapS3VMClassifier(class_prior="predicted", tol=1e-8).fit(X, ys)
+    svm = LapSVMClassifier(gamma_A=1e-3, gamma_I=1.0, class_prior=None, tol=1e-8).fit(X, ys)
+    F = svm.decision_function(X[ys == -1])
+    pi = (1 + np.clip(F, -1, 1).mean(axis=0)) / 2
+    np.testing.assert_allclose(m.positive_fraction_, pi / pi.sum(), rtol=1e-7)
+    np.testing.assert_allclose(m.positive_fraction_.sum(), 1.0)
     np.testing.assert_allclose(m.unlabeled_labels_.mean(axis=0), m.positive_fraction_,
                                atol=1e-7)
     for bad in ("estimated", "Predicted"):

@@ -52,8 +52,9 @@ class LapS3VMClassifier(LinearLapClassifier):
         Proportions π of the classes among the unlabeled rows (per one-vs-rest column).
         'predicted': estimated from the decision values ``f_j`` of the initial LapSVM
         solve (the start of the annealing or switching, so at no extra cost) on the u
-        unlabeled rows, ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per column,
-        clipped to ``[1/u, 1 − 1/u]`` (:func:`linlap.solvers.s3vm.start_fraction`; the
+        unlabeled rows, ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per column (with
+        three or more classes divided by the sum over the classes), clipped to
+        ``[1/u, 1 − 1/u]`` (:func:`linlap.solvers.s3vm.start_fraction`; the
         squared hinge's pointwise minimiser is ``f = 2 P(y = 1 | x) − 1``, so the mean
         clipped decision value estimates ``2π − 1``); with ``gamma_I=0`` the start is
         the plain squared-hinge SVM on the labeled rows, so no graph enters the
@@ -114,7 +115,7 @@ class LapS3VMClassifier(LinearLapClassifier):
 
     def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
         if isinstance(balance, str):
-            pi = "start"
+            pi = "start" if targets.shape[1] == 1 else "start-classes"
         else:
             pi = (np.asarray(balance, dtype=np.float64) + 1.0) / 2.0
             if not np.all((pi > 0) & (pi < 1)):

@@ -177,17 +177,22 @@ def s3vm_objective(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, c
     return J
 
 
-def start_fraction(F_unlabeled):
+def start_fraction(F_unlabeled, classes=False):
     """Class balance estimated from decision values on the unlabeled rows.
 
-    ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per column, then clipped to
-    ``[1/u, 1 − 1/u]``. The pointwise minimiser of the expected squared hinge
-    ``E[V(y f)]`` is ``f = 2 P(y = 1 | x) − 1`` (clipped to [−1, 1]), so for a
-    squared-hinge fit the mean of the clipped decision values estimates ``2π − 1``.
+    ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per column; with ``classes=True``
+    (the columns are one-vs-rest classes) these are then divided by their sum; finally
+    clipped to ``[1/u, 1 − 1/u]``. The pointwise minimiser of the expected squared
+    hinge ``E[V(y f)]`` is ``f = 2 P(y = 1 | x) − 1`` (clipped to [−1, 1]), so for a
+    squared-hinge fit the mean of the clipped decision values estimates ``2π − 1``;
+    a regularised fit shrinks f toward 0 and so π toward ½, which for many one-vs-rest
+    classes inflates every π alike — the division by the sum undoes that.
 
     Parameters
     ----------
     F_unlabeled : ndarray of shape (u, k)
+    classes : bool, default=False
+        Normalise the k estimates to sum to 1.
 
     Returns
     -------
@@ -197,6 +202,8 @@ def start_fraction(F_unlabeled):
     F = F[:, None] if F.ndim == 1 else F
     u = F.shape[0]
     pi = (1.0 + np.clip(F, -1.0, 1.0).mean(axis=0)) / 2.0
+    if classes:
+        pi = pi / pi.sum()
     return np.clip(pi, 1.0 / u, 1.0 - 1.0 / u)
 
 
@@ -228,13 +235,14 @@ class _Solver:
         self.Y, self.rows = Y, rows
         self.k = Y.shape[1]
         if isinstance(positive_fraction, str):
-            if positive_fraction != "start":
-                raise ValueError(f"positive_fraction must be 'start' or proportions, got "
-                                 f"{positive_fraction!r}.")
+            if positive_fraction not in ("start", "start-classes"):
+                raise ValueError(f"positive_fraction must be 'start', 'start-classes' or "
+                                 f"proportions, got {positive_fraction!r}.")
             if balance != "labels":
                 raise ValueError("positive_fraction='start' needs balance='labels' (the "
                                  "start's decision values would depend on π).")
             self.r = None  # estimated from the start (estimate_fraction)
+            self.classes = positive_fraction == "start-classes"
         else:
             self.r = _check_fraction(positive_fraction, self.k)
         self.X, self.lap = X, laplacian_matvec
@@ -271,7 +279,7 @@ class _Solver:
     def estimate_fraction(self, sol):
         """π from the start when asked for ('start'): :func:`start_fraction`."""
         if self.r is None:
-            self.r = start_fraction(sol.decision[self.U])
+            self.r = start_fraction(sol.decision[self.U], classes=self.classes)
 
     def costs(self, FU):
         return self.gamma_U * (_sq_hinge(FU) - _sq_hinge(-FU))
@@ -364,11 +372,12 @@ def s3vm_annealing(
         Weights of ``‖w‖²``, the graph term and the unlabeled loss (≥ 0).
     scale : float
         ``s``, the normalisation of the graph term.
-    positive_fraction : float, ndarray of shape (k,) or 'start'
+    positive_fraction : float, ndarray of shape (k,), 'start' or 'start-classes'
         π per column, in (0, 1). 'start': estimated from the decision values of the
         LapSVM start on the unlabeled rows by :func:`start_fraction`,
         ``π = (1 + mean_j clip(f_j, −1, 1)) / 2`` (clipped to ``[1/u, 1 − 1/u]``);
-        needs ``balance='labels'``.
+        'start-classes': the same divided by its sum over the columns (one-vs-rest
+        classes) before the clipping. Both need ``balance='labels'``.
     fit_intercept : bool, default=True
     temperature, annealing_rate : float, default=10, 1.5
         Initial T and its divisor per outer step.
