@@ -2,14 +2,18 @@
 (deterministic annealing and multi-switch TSVM) and LinearSVC on binary text.
 
     python bench/s3vm.py [--data-dir DIR] [--draws 10] [--sets pcmac,graphics-windows,...]
-    python bench/s3vm.py --select [--draws 10]
+    python bench/s3vm.py --select [--draws 10] [--class-prior predicted]
     python bench/s3vm.py --multiclass --data-dir DIR [--draws 3]
     python bench/s3vm.py --memory 100000
+    python bench/s3vm.py --prior-estimates [--sets pcmac,pcmac@0.7,...]
 
 Sets: ``pcmac`` (bundled) and the 20 Newsgroups pairs ``graphics-windows``
 (comp.graphics vs comp.windows.x), ``autos-motorcycles`` (rec.autos vs rec.motorcycles),
 ``med-space`` (sci.med vs sci.space), from ``20news-bydate.tar.gz`` in the data folder
-(``--data-dir``, default the environment variable LINLAP_DATA). 50 labels per draw
+(``--data-dir``, default the environment variable LINLAP_DATA). A set name with a suffix
+``@π`` (e.g. ``pcmac@0.7``) is that set with rows of the class in excess dropped at random
+(seed 0) from the training and test splits until class 1 makes up π of each: a check that
+a class-balance estimate follows the data rather than assuming balance. 50 labels per draw
 drawn from the training split; test split held out. Every method sees the same TF-IDF
 (``linlap.text.make_vectorizer`` fitted on the training split) and labels; the graph
 methods share one ``KNNGraph`` per set (its build time is printed once and is not in
@@ -19,8 +23,9 @@ same process, after one untimed warm-up fit of every method.
 ``--select`` chooses the S³VM weights without test labels: PCMAC's training split is
 cut 70/30 (stratified, seed 0); the models are fitted on the 70 % (50 labels per draw)
 and scored on the 30 %; the smallest mean validation error of each family is
-reported. The package default of ``LapS3VMClassifier`` and the ``PLAIN`` setting of
-the γ_I = 0 rows below are those choices.
+reported (``--class-prior`` sets the balance of the grid). The package default of
+``LapS3VMClassifier`` (grid with 'predicted') and the ``PLAIN`` / ``PLAIN_PRED`` settings
+of the γ_I = 0 rows below are those choices.
 """
 
 import argparse
@@ -45,8 +50,10 @@ PAIRS = {
     "med-space": ["sci.med", "sci.space"],
 }
 N_LABELS = 50
-#: γ_A, γ_U of the graph-free S³VM rows (chosen by --select, γ_I = 0 family).
+#: γ_A, γ_U of the graph-free S³VM rows, chosen by --select (γ_I = 0 family) with
+#: class_prior='labeled' (PLAIN) and with class_prior='predicted' (PLAIN_PRED).
 PLAIN = dict(gamma_A=1e-3, gamma_U=1.0)
+PLAIN_PRED = dict(gamma_A=1e-2, gamma_U=10.0)
 
 
 def data_dir(arg):
@@ -67,19 +74,45 @@ def load(name, ddir):
             load_20newsgroups(path, "test", categories=PAIRS[name]))
 
 
+def skew(split, pi, seed=0):
+    """Documents and labels of ``split`` with the class-1 proportion cut to ``pi``: rows of
+    the class in excess dropped at random (seed fixed)."""
+    data, y = np.array(split.data, dtype=object), np.asarray(split.target)
+    rng = np.random.default_rng(seed)
+    i1, i0 = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    if pi > 0.5:
+        i0 = rng.choice(i0, int(i1.size * (1 - pi) / pi), replace=False)
+    else:
+        i1 = rng.choice(i1, int(i0.size * pi / (1 - pi)), replace=False)
+    keep = np.sort(np.concatenate([i0, i1]))
+    return data[keep], y[keep]
+
+
 def methods(graph, uniform=False, sweep=False):
     if sweep:  # diagnostic: the γ_I of the combined model, on test labels
         return [("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph))] + [
             (f"LapS3VM γ_I={gI:g}, prior {pr}",
              lambda gI=gI, pr=pr: LapS3VMClassifier(gamma_I=gI, graph=graph, class_prior=pr))
-            for pr in ("labeled", (0.5, 0.5)) for gI in (0.0, 0.1, 1.0, 10.0, 100.0)]
+            for pr in ("labeled", "predicted", (0.5, 0.5))
+            for gI in (0.0, 0.1, 1.0, 10.0, 100.0)]
+    lab, pred = dict(class_prior="labeled"), dict(class_prior="predicted")
     out = [
         ("LinearSVC (labels only)", None),
         ("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph)),
-        ("S³VM γ_I=0, annealing", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN)),
-        ("S³VM γ_I=0, switching", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph,
-                                                             solver="switching", **PLAIN)),
-        ("LapS3VMClassifier (defaults: annealing)",
+        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'labeled'",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **lab)),
+        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'predicted'",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **pred)),
+        ("S³VM γ_I=0 (1e-2, 0, 10), annealing, 'predicted'",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN_PRED, **pred)),
+        ("S³VM γ_I=0 (1e-2, 0, 10), switching, 'predicted'",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, solver="switching",
+                                   **PLAIN_PRED, **pred)),
+        ("LapS3VM (1e-3, 10, 1), annealing, 'labeled' (old defaults)",
+         lambda: LapS3VMClassifier(gamma_I=10.0, graph=graph, **lab)),
+        ("LapS3VM (1e-3, 10, 1), annealing, 'predicted'",
+         lambda: LapS3VMClassifier(gamma_I=10.0, graph=graph, **pred)),
+        ("LapS3VMClassifier() (defaults: (1e-3, 1, 1), annealing, 'predicted')",
          lambda: LapS3VMClassifier(graph=graph)),
         ("LapS3VMClassifier(solver='switching')",
          lambda: LapS3VMClassifier(graph=graph, solver="switching")),
@@ -87,7 +120,7 @@ def methods(graph, uniform=False, sweep=False):
     if uniform:
         bal = dict(class_prior=[0.5, 0.5])
         out += [
-            ("S³VM γ_I=0, annealing, class_prior=[.5, .5]",
+            ("S³VM γ_I=0 (1e-3, 0, 1), annealing, class_prior=[.5, .5]",
              lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **bal)),
             ("LapS3VMClassifier(class_prior=[.5, .5])",
              lambda: LapS3VMClassifier(graph=graph, **bal)),
@@ -103,14 +136,17 @@ def fit(make, X, ys):
 
 
 def run_set(name, draws, ddir, uniform, sweep=False):
-    train, test = load(name, ddir)
+    base, _, pi = name.partition("@")
+    train, test = load(base, ddir)
+    (dtr, y), (dte, yt) = ((skew(train, float(pi)), skew(test, float(pi))) if pi else
+                           ((train.data, train.target), (test.data, test.target)))
     vec = make_vectorizer()
-    X, Xt = vec.fit_transform(train.data), vec.transform(test.data)
-    y, yt = train.target, test.target
+    X, Xt = vec.fit_transform(dtr), vec.transform(dte)
     t = time.perf_counter()
     graph = KNNGraph(random_state=0).fit(X)
     t_graph = time.perf_counter() - t
-    print(f"\n### {name}: {X.shape[0]} training docs ({N_LABELS} labeled), {Xt.shape[0]} test, "
+    print(f"\n### {name}: {X.shape[0]} training docs ({100 * np.mean(y == 1):.0f} % class 1) "
+          f"({N_LABELS} labeled), {Xt.shape[0]} test, "
           f"{X.shape[1]} terms, {draws} draws\n")
     print(f"graph ({graph.n_neighbors}-NN, {graph.algorithm_}) {t_graph:.1f} s, shared, not "
           f"in the fit times\n")
@@ -152,10 +188,16 @@ def multiclass(draws, ddir):
     print(f"\n### 20 Newsgroups, 20 classes, 5 labels per class, {draws} draws\n\n"
           f"{X.shape[0]} training docs, {Xt.shape[0]} test, {X.shape[1]} terms; graph "
           f"{time.perf_counter() - t:.1f} s (shared, not in the fit times)\n")
+    lab = dict(class_prior="labeled")
     ms = [("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph)),
-          ("S³VM γ_I=0, annealing", lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph,
-                                                             **PLAIN)),
-          ("LapS3VMClassifier (defaults: annealing)", lambda: LapS3VMClassifier(graph=graph))]
+          ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'labeled'",
+           lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **lab)),
+          ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'predicted'",
+           lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN)),
+          ("LapS3VMClassifier(class_prior='labeled')",
+           lambda: LapS3VMClassifier(graph=graph, **lab)),
+          ("LapS3VMClassifier() (defaults: (1e-3, 1, 1), 'predicted')",
+           lambda: LapS3VMClassifier(graph=graph))]
     small = KNNGraph(random_state=0).fit(X[:1000])  # JIT warm-up on 1,000 rows, untimed
     warm = mask_labels(y[:1000], 40, random_state=0)
     for est in (LapSVMClassifier(graph=small), LapS3VMClassifier(graph=small)):
@@ -204,7 +246,68 @@ def memory(n):
             print(f"| {type(est).__name__} | {t:.1f} | {peak:.1f} |", flush=True)
 
 
-def select(draws):
+def prior_estimates(sets, draws, ddir):
+    """Error of class-balance estimates (|π̂ − π| on the unlabeled rows, points) per set."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import spsolve
+    from scipy.special import expit
+
+    from linlap.solvers.lapsvm_newton import lapsvm_newton
+    from linlap.solvers.s3vm import start_fraction
+
+    def em(p, pi0, n_iter=200):  # Saerens, Latinne & Decaestecker (2002) prior-shift EM
+        pi = pi0
+        for _ in range(n_iter):
+            a, b = pi / pi0 * p, (1 - pi) / (1 - pi0) * (1 - p)
+            pi = np.mean(a / (a + b))
+        return pi
+
+    starts = [("SVM (γ_I=0, γ_A=1e-3)", 0.0, 1e-3), ("LapSVM γ_I=1, γ_A=1e-3", 1.0, 1e-3),
+              ("LapSVM γ_I=10, γ_A=1e-3", 10.0, 1e-3), ("LapSVM γ_I=10, γ_A=1e-4", 10.0, 1e-4)]
+    err = {}
+    for name in sets:
+        base, _, pi = name.partition("@")
+        train, _ = load(base, ddir)
+        dtr, y = skew(train, float(pi)) if pi else (train.data, train.target)
+        X = make_vectorizer().fit_transform(dtr)
+        graph = KNNGraph(random_state=0).fit(X)
+        W = graph.adjacency_.tocsr()
+        W = ((W + W.T) / 2).tocsr()
+        Lc = (sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W).tocsr()
+        for seed in range(draws):
+            ys = mask_labels(y, N_LABELS, random_state=seed)
+            lab, unl = np.flatnonzero(ys != -1), np.flatnonzero(ys == -1)
+            t = np.where(ys[lab] == 1, 1.0, -1.0)[:, None]
+            true = np.mean(y[unl] == 1)
+            pl = np.mean(ys[lab] == 1)
+            est = {"'labeled': labeled proportion": pl}
+            for sname, gI, gA in starts:
+                f = lapsvm_newton(X, t, lab, graph.laplacian_matvec if gI else None,
+                                  gamma_A=gA, gamma_I=gI, scale=graph.scale_,
+                                  tol=1e-4).decision[unl, 0]
+                est[f"{sname}: (1 + mean clip(f))/2"] = start_fraction(f)[0]
+                est[f"{sname}: fraction f > 0"] = np.mean(f > 0)
+                est[f"{sname}: prior-shift EM on σ(2f)"] = em(expit(2 * f), pl)
+            Luu = Lc[unl][:, unl].tocsc()
+            h = [spsolve(Luu, W[unl][:, lab] @ (ys[lab] == c).astype(float)) for c in (1, 0)]
+            est["harmonic function (Zhu et al. 2003): fraction h₊ > h₋"] = np.mean(h[0] > h[1])
+            n1 = np.sum(ys[lab] == 1)
+            est["harmonic, class-normalised: h₊/l₊ > h₋/l₋"] = np.mean(
+                h[0] / n1 > h[1] / (lab.size - n1))
+            for k, v in est.items():
+                err.setdefault(k, {}).setdefault(name, []).append(100 * (v - true))
+        print(f"{name} done", file=sys.stderr, flush=True)
+    print(f"\n|π̂ − π| on the unlabeled rows, points (mean over {draws} draws; in brackets the "
+          f"mean signed error)\n")
+    print("| estimate | " + " | ".join(sets) + " | mean |")
+    print("|---|" + "---|" * (len(sets) + 1))
+    for k, d in err.items():
+        cells = [f"{np.mean(np.abs(d[s])):.1f} ({np.mean(d[s]):+.1f})" for s in sets]
+        print(f"| {k} | " + " | ".join(cells)
+              + f" | {np.mean([np.mean(np.abs(d[s])) for s in sets]):.1f} |")
+
+
+def select(draws, prior="labeled"):
     """Validation grid on PCMAC's training split (no test labels)."""
     tr = load_pcmac("train")
     data, y = np.array(tr.data, dtype=object), tr.target
@@ -215,7 +318,7 @@ def select(draws):
     graph = KNNGraph(random_state=0).fit(X)
     print(f"\nPCMAC training split cut 70/30: fit on {X.shape[0]} docs ({N_LABELS} labeled), "
           f"validate on {Xv.shape[0]}; {draws} draws; solver='annealing', "
-          f"class_prior='labeled'\n")
+          f"class_prior={prior!r}\n")
     print("| γ_A | γ_I | γ_U | validation error % |")
     print("|---|---|---|---|")
     best = {}
@@ -226,7 +329,8 @@ def select(draws):
         errs = []
         for seed in range(draws):
             ys = mask_labels(y, N_LABELS, random_state=seed)
-            m = LapS3VMClassifier(gamma_A=gA, gamma_I=gI, gamma_U=gU, graph=graph).fit(X, ys)
+            m = LapS3VMClassifier(gamma_A=gA, gamma_I=gI, gamma_U=gU, graph=graph,
+                                  class_prior=prior).fit(X, ys)
             errs.append(100 * np.mean(m.predict(Xv) != yv))
         e = float(np.mean(errs))
         fam = "LapSVM (γ_U=0)" if gU == 0 else ("S³VM (γ_I=0)" if gI == 0 else "combined")
@@ -243,22 +347,27 @@ def main():
     ap.add_argument("--data-dir", default=None,
                     help="folder holding 20news-bydate.tar.gz (default: $LINLAP_DATA)")
     ap.add_argument("--draws", type=int, default=10)
-    ap.add_argument("--sets", default="pcmac," + ",".join(PAIRS))
+    ap.add_argument("--sets", default="pcmac," + ",".join(PAIRS),
+                    help="comma-separated set names, each optionally with @π (class-1 share)")
     ap.add_argument("--select", action="store_true",
                     help="run the PCMAC train/validation grid instead")
+    ap.add_argument("--class-prior", default="labeled", choices=["labeled", "predicted"],
+                    help="class_prior of the --select grid")
     ap.add_argument("--uniform-prior", action="store_true",
                     help="also run the S³VMs with class_prior=[0.5, 0.5]")
     ap.add_argument("--multiclass", action="store_true",
                     help="run the 20-class 20 Newsgroups protocol (5 labels per class) instead")
     ap.add_argument("--memory", type=int, default=None, metavar="N",
                     help="traced fit memory of LapSVM and LapS3VM on N synthetic rows instead")
+    ap.add_argument("--prior-estimates", action="store_true",
+                    help="diagnostic: error of class-balance estimates on the unlabeled rows")
     ap.add_argument("--gamma-I-sweep", action="store_true",
                     help="diagnostic: LapS3VMClassifier test error against γ_I (test labels: "
                          "not a way to choose γ_I)")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     if args.select:
-        select(args.draws)
+        select(args.draws, args.class_prior)
         return
     if args.memory:
         memory(args.memory)
@@ -267,8 +376,11 @@ def main():
         multiclass(args.draws, args.data_dir)
         return
     sets = args.sets.split(",")
-    if any(s != "pcmac" for s in sets):
+    if any(not s.startswith("pcmac") for s in sets):
         data_dir(args.data_dir)  # fail early with the message
+    if args.prior_estimates:
+        prior_estimates(sets, args.draws, args.data_dir)
+        return
     results = {s: run_set(s, args.draws, args.data_dir, args.uniform_prior, args.gamma_I_sweep)
                for s in sets}
     labels = list(next(iter(results.values())))

@@ -330,12 +330,12 @@ def test_estimator_binary_and_lapsvm_equivalence():
         m = LapS3VMClassifier(gamma_A=1e-3, gamma_I=1.0, gamma_U=0.0, graph=graph,
                               solver=solver, tol=1e-8).fit(X, ys)
         np.testing.assert_allclose(m.coef_, svm.coef_, rtol=1e-9, atol=1e-12)
-        m = clone(m).set_params(gamma_U=1.0).fit(X, ys)
+        m = clone(m).set_params(gamma_U=1.0, class_prior="labeled").fit(X, ys)
         assert m.coef_.shape == (1, X.shape[1]) and list(m.classes_) == [0, 1]
         assert np.mean(m.predict(X) != y) <= np.mean(svm.predict(X) != y) + 0.05
         assert m.transduction_.shape == y.shape
         unl = ys == -1
-        # the labels' class proportions (3 / 3) are the default balance
+        # the labels' class proportions (3 / 3)
         assert abs(np.mean(m.unlabeled_labels_[:, 0]) - 0.5) < 0.01
         assert m.unlabeled_labels_.shape == (unl.sum(), 1)
 

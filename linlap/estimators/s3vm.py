@@ -30,14 +30,14 @@ class LapS3VMClassifier(LinearLapClassifier):
     ----------
     gamma_A : float, default=1e-3
         Weight γ_A of ``‖w‖²``.
-    gamma_I : float, default=10.0
+    gamma_I : float, default=1.0
         Weight γ_I of the graph smoothness penalty (0: no graph term; the graph is
         still built unless one is given).
     gamma_U : float, default=1.0
-        Weight γ_U of the unlabeled loss. The defaults (γ_A, γ_I, γ_U) = (1e-3, 10, 1)
+        Weight γ_U of the unlabeled loss. The defaults (γ_A, γ_I, γ_U) = (1e-3, 1, 1)
         had the smallest validation error of a 3 × 4 × 4 grid on PCMAC's training
-        split (70/30 cut, 50 labels, 10 draws; ``bench/s3vm.py --select``), tied with
-        the graph-free (1e-3, 0, 1).
+        split (70/30 cut, 50 labels, 10 draws, ``class_prior='predicted'``;
+        ``bench/s3vm.py --select --class-prior predicted``).
     solver : {'annealing', 'switching'}, default='annealing'
         'annealing': deterministic annealing (Sindhwani & Keerthi 2006) — soft labels
         ``p_j`` with an entropy term at temperature T, from T = 10 divided by 1.5 per
@@ -48,11 +48,19 @@ class LapS3VMClassifier(LinearLapClassifier):
         (:func:`linlap.solvers.s3vm.s3vm_switching`), usually cheaper.
     graph : KNNGraph or None, default=None
         As in :class:`~linlap.LapRLSClassifier`.
-    class_prior : 'labeled', array-like or dict, default='labeled'
-        Proportions π of the classes among the unlabeled rows: 'labeled' takes the
-        labeled rows' class proportions; otherwise proportions in the order of
-        ``classes_`` (or a dict class → proportion). Every proportion must lie
-        strictly between 0 and 1.
+    class_prior : 'predicted', 'labeled', array-like or dict, default='predicted'
+        Proportions π of the classes among the unlabeled rows (per one-vs-rest column).
+        'predicted': estimated from the decision values ``f_j`` of the initial LapSVM
+        solve (the start of the annealing or switching, so at no extra cost) on the u
+        unlabeled rows, ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per column (with
+        three or more classes divided by the sum over the classes), clipped to
+        ``[1/u, 1 − 1/u]`` (:func:`linlap.solvers.s3vm.start_fraction`; the
+        squared hinge's pointwise minimiser is ``f = 2 P(y = 1 | x) − 1``, so the mean
+        clipped decision value estimates ``2π − 1``); with ``gamma_I=0`` the start is
+        the plain squared-hinge SVM on the labeled rows, so no graph enters the
+        estimate. 'labeled': the labeled rows' class proportions. Otherwise
+        proportions in the order of ``classes_`` (or a dict class → proportion); every
+        proportion must lie strictly between 0 and 1.
     unlabeled : object, default=-1
         Marker of unlabeled rows in ``y``.
     fit_intercept : bool, default=True
@@ -73,12 +81,15 @@ class LapS3VMClassifier(LinearLapClassifier):
     unlabeled_labels_ : ndarray of shape (u, 1) or (u, n_classes)
         Final probability that each unlabeled row (in row order) is in the positive
         class of each one-vs-rest column (0/1 for 'switching').
+    positive_fraction_ : ndarray of shape (1,) or (n_classes,)
+        The proportion π of positive unlabeled rows the fit kept, per one-vs-rest
+        column (the estimate with ``class_prior='predicted'``).
     n_solves_ : int
         Finite Newton solves of the last fit (the initial LapSVM included).
     """
 
-    def __init__(self, gamma_A=1e-3, gamma_I=10.0, gamma_U=1.0, *, solver="annealing",
-                 graph=None, class_prior="labeled", unlabeled=-1, fit_intercept=True,
+    def __init__(self, gamma_A=1e-3, gamma_I=1.0, gamma_U=1.0, *, solver="annealing",
+                 graph=None, class_prior="predicted", unlabeled=-1, fit_intercept=True,
                  tol=1e-4, max_iter=50, warm_start=False, verbose=0):
         store_params(self, locals())
 
@@ -89,13 +100,27 @@ class LapS3VMClassifier(LinearLapClassifier):
             raise ValueError(f"solver must be 'annealing' or 'switching', got {self.solver!r}.")
         if self.class_prior is None:
             raise ValueError("LapS3VMClassifier needs a class balance: class_prior must be "
-                             "'labeled' or class proportions, not None.")
+                             "'predicted', 'labeled' or class proportions, not None.")
+
+    def _balance_targets(self, classes, y_idx, n_unlabeled):
+        if isinstance(self.class_prior, str) and self.class_prior == "predicted":
+            if n_unlabeled == 0:
+                raise ValueError("class_prior needs unlabeled rows to constrain, but every "
+                                 "row of y is labeled.")
+            return "predicted"
+        if isinstance(self.class_prior, str) and self.class_prior != "labeled":
+            raise ValueError(f"class_prior must be 'predicted', 'labeled' or class "
+                             f"proportions, got {self.class_prior!r}.")
+        return super()._balance_targets(classes, y_idx, n_unlabeled)
 
     def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
-        pi = (np.asarray(balance, dtype=np.float64) + 1.0) / 2.0
-        if not np.all((pi > 0) & (pi < 1)):
-            raise ValueError(f"class_prior must give every class a proportion strictly "
-                             f"between 0 and 1, got {self.class_prior!r}.")
+        if isinstance(balance, str):
+            pi = "start" if targets.shape[1] == 1 else "start-classes"
+        else:
+            pi = (np.asarray(balance, dtype=np.float64) + 1.0) / 2.0
+            if not np.all((pi > 0) & (pi < 1)):
+                raise ValueError(f"class_prior must give every class a proportion strictly "
+                                 f"between 0 and 1, got {self.class_prior!r}.")
         solve = s3vm_annealing if self.solver == "annealing" else s3vm_switching
         report = self._progress_callback("LapS3VM", "temperature" if self.solver == "annealing"
                                          else "gamma_U", every=1)
@@ -107,5 +132,6 @@ class LapS3VMClassifier(LinearLapClassifier):
             tol=self.tol, max_iter=self.max_iter, init=init, callback=report,
         )
         self.unlabeled_labels_ = sol.state["P"]
+        self.positive_fraction_ = sol.state["positive_fraction"]
         self.n_solves_ = sol.state["n_solves"]
         return sol

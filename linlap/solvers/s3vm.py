@@ -8,7 +8,8 @@ one-vs-rest class),
 
 ``V(t) = max(0, 1 − t)²`` the squared hinge, ``s`` the graph scale, over ``w, b``
 and the unlabeled labels ``p_j ∈ {0, 1}`` (1: row j is positive) subject to the
-class balance ``(1/u) Σ_j p_j = π`` (π the wanted positive proportion). Two
+class balance ``(1/u) Σ_j p_j = π`` (π the wanted positive proportion, given or
+estimated from the start's decision values: :func:`start_fraction`). Two
 solvers, both built on the row-weighted finite Newton LapSVM
 (:func:`linlap.solvers.lapsvm_newton.lapsvm_newton` with ``row_weights``):
 
@@ -34,7 +35,7 @@ from ._problem import LinearSolution, check_problem
 from .lapsvm_newton import lapsvm_newton
 
 __all__ = ["s3vm_annealing", "s3vm_switching", "s3vm_objective", "s3vm_problem",
-           "balanced_soft_labels"]
+           "balanced_soft_labels", "start_fraction"]
 
 
 def _sq_hinge(t):
@@ -176,6 +177,36 @@ def s3vm_objective(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, c
     return J
 
 
+def start_fraction(F_unlabeled, classes=False):
+    """Class balance estimated from decision values on the unlabeled rows.
+
+    ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per column; with ``classes=True``
+    (the columns are one-vs-rest classes) these are then divided by their sum; finally
+    clipped to ``[1/u, 1 − 1/u]``. The pointwise minimiser of the expected squared
+    hinge ``E[V(y f)]`` is ``f = 2 P(y = 1 | x) − 1`` (clipped to [−1, 1]), so for a
+    squared-hinge fit the mean of the clipped decision values estimates ``2π − 1``;
+    a regularised fit shrinks f toward 0 and so π toward ½, which for many one-vs-rest
+    classes inflates every π alike — the division by the sum undoes that.
+
+    Parameters
+    ----------
+    F_unlabeled : ndarray of shape (u, k)
+    classes : bool, default=False
+        Normalise the k estimates to sum to 1.
+
+    Returns
+    -------
+    pi : ndarray of shape (k,)
+    """
+    F = np.asarray(F_unlabeled, dtype=np.float64)
+    F = F[:, None] if F.ndim == 1 else F
+    u = F.shape[0]
+    pi = (1.0 + np.clip(F, -1.0, 1.0).mean(axis=0)) / 2.0
+    if classes:
+        pi = pi / pi.sum()
+    return np.clip(pi, 1.0 / u, 1.0 - 1.0 / u)
+
+
 def _mean_entropy(P):
     """Mean binary entropy of P per column, in units of log 2 (1: every p_j = ½)."""
     Q = np.clip(P, 1e-300, 1.0)
@@ -203,7 +234,17 @@ class _Solver:
         self.U = _check_unlabeled(X.shape[0], rows, unlabeled_rows)
         self.Y, self.rows = Y, rows
         self.k = Y.shape[1]
-        self.r = _check_fraction(positive_fraction, self.k)
+        if isinstance(positive_fraction, str):
+            if positive_fraction not in ("start", "start-classes"):
+                raise ValueError(f"positive_fraction must be 'start', 'start-classes' or "
+                                 f"proportions, got {positive_fraction!r}.")
+            if balance != "labels":
+                raise ValueError("positive_fraction='start' needs balance='labels' (the "
+                                 "start's decision values would depend on π).")
+            self.r = None  # estimated from the start (estimate_fraction)
+            self.classes = positive_fraction == "start-classes"
+        else:
+            self.r = _check_fraction(positive_fraction, self.k)
         self.X, self.lap = X, laplacian_matvec
         self.kw = dict(gamma_A=gamma_A, gamma_I=gamma_I, scale=scale,
                        fit_intercept=fit_intercept, max_iter=max_iter, cg_max_iter=cg_max_iter)
@@ -235,6 +276,11 @@ class _Solver:
         self.cg_iter += sol.state.get("cg_iter", 0)
         return sol
 
+    def estimate_fraction(self, sol):
+        """π from the start when asked for ('start'): :func:`start_fraction`."""
+        if self.r is None:
+            self.r = start_fraction(sol.decision[self.U], classes=self.classes)
+
     def costs(self, FU):
         return self.gamma_U * (_sq_hinge(FU) - _sq_hinge(-FU))
 
@@ -251,8 +297,8 @@ class _Solver:
         if self.warned:
             warnings.warn(f"{name}: some inner finite Newton solves stopped before converging; "
                           f"increase max_iter or cg_max_iter.", ConvergenceWarning, stacklevel=3)
-        state = {"P": P, "n_solves": self.n_solves, "newton_steps": self.newton_steps,
-                 "cg_iter": self.cg_iter, **extra}
+        state = {"P": P, "positive_fraction": self.r, "n_solves": self.n_solves,
+                 "newton_steps": self.newton_steps, "cg_iter": self.cg_iter, **extra}
         return LinearSolution(sol.coef, sol.intercept, sol.decision, n_iter, sol.residual,
                               sol.converged and not self.warned, state, history)
 
@@ -297,7 +343,8 @@ def s3vm_annealing(
     ``J_T`` the S³VM objective (:func:`s3vm_objective`).
 
     Algorithm: start from the LapSVM on the labeled rows alone (``init`` warm-starts
-    it); ``T = temperature``. At each T alternate (i) ``p`` for fixed ``f`` in closed
+    it; ``positive_fraction='start'`` estimates π from it); ``T = temperature``. At
+    each T alternate (i) ``p`` for fixed ``f`` in closed
     form (:func:`balanced_soft_labels` with ``g_j = γ_U (V(f_j) − V(−f_j))``) and
     (ii) ``f`` for fixed ``p``: the row-weighted squared-hinge LapSVM of
     :func:`s3vm_problem` by finite Newton, warm-started from the last ``f``. The
@@ -325,8 +372,12 @@ def s3vm_annealing(
         Weights of ``‖w‖²``, the graph term and the unlabeled loss (≥ 0).
     scale : float
         ``s``, the normalisation of the graph term.
-    positive_fraction : float or ndarray of shape (k,)
-        π per column, in (0, 1).
+    positive_fraction : float, ndarray of shape (k,), 'start' or 'start-classes'
+        π per column, in (0, 1). 'start': estimated from the decision values of the
+        LapSVM start on the unlabeled rows by :func:`start_fraction`,
+        ``π = (1 + mean_j clip(f_j, −1, 1)) / 2`` (clipped to ``[1/u, 1 − 1/u]``);
+        'start-classes': the same divided by its sum over the columns (one-vs-rest
+        classes) before the clipping. Both need ``balance='labels'``.
     fit_intercept : bool, default=True
     temperature, annealing_rate : float, default=10, 1.5
         Initial T and its divisor per outer step.
@@ -351,7 +402,8 @@ def s3vm_annealing(
     -------
     LinearSolution
         ``n_iter`` is the number of temperatures visited; ``state`` holds ``P`` (the
-        final labels, (u, k)), ``n_solves`` (finite Newton runs, the start included),
+        final labels, (u, k)), ``positive_fraction`` (π used, (k,)), ``n_solves``
+        (finite Newton runs, the start included),
         ``newton_steps``, ``cg_iter``, ``start`` (the LapSVM start as
         ``(coef, intercept)``) and ``temperatures``; ``history`` the S³VM objective
         (summed over columns, at the hard labels) after each temperature and after
@@ -365,6 +417,7 @@ def s3vm_annealing(
                 gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter,
                 balance)
     sol = S.solve(init=init)
+    S.estimate_fraction(sol)
     start = (sol.coef.copy(), sol.intercept.copy())
     if gamma_U == 0:  # the LapSVM minimiser, whatever p
         P = balanced_soft_labels(np.zeros((S.U.size, S.k)), 0.0, S.r)
@@ -461,8 +514,9 @@ def s3vm_switching(
     labels ``ŷ_j = ±1`` of the unlabeled rows with exactly ``round(π u)`` positives
     per column (SVMlin's multi-switch TSVM with the graph term added).
 
-    Algorithm: start from the LapSVM on the labeled rows (``init`` warm-starts it);
-    label the ``round(π u)`` unlabeled rows of largest ``f`` positive. Raise the
+    Algorithm: start from the LapSVM on the labeled rows (``init`` warm-starts it;
+    ``positive_fraction='start'`` estimates π from it); label the ``round(π u)``
+    unlabeled rows of largest ``f`` positive. Raise the
     unlabeled weight from ``gamma_U_start · γ_U`` by ``annealing_rate`` per stage up
     to γ_U; at each stage alternate a finite Newton solve of the hard-labelled
     problem (warm-started) with a switching pass that swaps every pair (positive
@@ -492,7 +546,8 @@ def s3vm_switching(
     -------
     LinearSolution
         ``n_iter`` counts stages; ``state`` holds ``P`` (final labels as 0/1),
-        ``n_solves``, ``newton_steps``, ``cg_iter``, ``switches`` (total swaps) and
+        ``positive_fraction`` (π used), ``n_solves``, ``newton_steps``, ``cg_iter``,
+        ``switches`` (total swaps) and
         ``start``; ``history`` the objective at γ_U after each stage.
     """
     if not (0 < gamma_U_start <= 1 and annealing_rate > 1 and max_rounds >= 1):
@@ -503,6 +558,7 @@ def s3vm_switching(
     S = _Solver(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, gamma_A, gamma_I,
                 gamma_U, scale, positive_fraction, fit_intercept, tol, max_iter, cg_max_iter)
     sol = S.solve(init=init)
+    S.estimate_fraction(sol)
     start = (sol.coef.copy(), sol.intercept.copy())
     u = S.U.size
     Yu = -np.ones((u, S.k))
