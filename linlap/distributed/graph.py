@@ -54,6 +54,8 @@ def _project(prep, svd, local_rows):
     """The unit SVD embedding (float64) of the block's non-empty rows, and the number of
     them with a zero embedding (see :func:`linlap.graph.search.normalize_embedding`)."""
     Xn = prep[0]
+    if local_rows.size == 0:  # a block of empty rows only
+        return np.empty((0, svd.components_.shape[0])), 0
     E = np.ascontiguousarray(svd.transform(Xn[local_rows]), dtype=np.float64)
     return E, search.normalize_embedding(E)
 
