@@ -374,6 +374,23 @@ class KNNGraph(BaseEstimator):
             full_nb[rows], full_dist[rows] = rows[neighbors], distances
             neighbors, distances = full_nb, full_dist
 
+        return self._fit_from_neighbors(
+            neighbors, distances, n_features=d, n_empty=empty.size, algorithm=algorithm,
+            space=space, recall=recall, n_repaired=n_repaired, times=times, t_start=t_total)
+
+    def _fit_from_neighbors(self, neighbors, distances, *, n_features, n_empty, algorithm,
+                            space, recall, n_repaired, times, t_start):
+        """The fit after the search: weights, node order, degrees, Laplacian, attributes.
+
+        ``neighbors`` and ``distances`` (n × k, sorted by distance, -1 / inf on empty
+        rows) are over all rows of X in X's order; ``times`` holds the seconds of the
+        steps done so far and ``t_start`` the ``perf_counter`` of the start of the fit.
+        Shared by :meth:`fit` and :func:`linlap.distributed.fit_graph`.
+        """
+        verbose = bool(self.verbose)
+        n = neighbors.shape[0]
+        reorder = self.reorder is True or (
+            self.reorder == "auto" and n >= _reorder.REORDER_MIN_SAMPLES)
         t0 = time.perf_counter()
         W, sigma = weights_matrix(neighbors, distances, self.weight, self.heat_sigma,
                                   self.symmetrize)
@@ -396,15 +413,15 @@ class KNNGraph(BaseEstimator):
         self.space_ = space
         self.recall_ = recall
         self.n_repaired_ = int(n_repaired)
-        self.n_empty_ = int(empty.size)
+        self.n_empty_ = int(n_empty)
         self.n_samples_fit_ = n
-        self.n_features_in_ = d
+        self.n_features_in_ = int(n_features)
         self.node_order_ = order
         t0 = time.perf_counter()
         self._set_laplacian()  # builds the renumbered copy of W when order is set
         if order is not None:
             times["reorder"] += time.perf_counter() - t0
-        times["total"] = time.perf_counter() - t_total
+        times["total"] = time.perf_counter() - t_start
         self.build_time_ = times
         if verbose:
             search.log(f"graph: {W.nnz // 2} edges, {self.n_isolated_} isolated nodes, "

@@ -16,7 +16,7 @@ from sklearn.preprocessing import normalize
 
 from .._progress import progress
 
-__all__ = ["prepare_input", "svd_embedding", "exact_knn", "pair_distances",
+__all__ = ["prepare_input", "svd_embedding", "normalize_embedding", "exact_knn", "pair_distances",
            "approximate_search", "sampled_recall", "effective_n_jobs", "log"]
 
 # Bytes allowed for the dense similarity block of the exact search (all
@@ -47,12 +47,13 @@ def effective_n_jobs(n_jobs):
 # Input validation
 # --------------------------------------------------------------------------
 
-def prepare_input(X):
+def prepare_input(X, min_samples=2):
     """Validate X; return an L2-row-normalised float64 copy and its empty rows.
 
     The copy is CSR (sparse input) or a C-contiguous ndarray (dense input);
     the caller's X is never modified. Empty rows (no nonzero entry) stay all-zero
-    in the copy; their indices are returned as the second value.
+    in the copy; their indices are returned as the second value. ``min_samples``:
+    the fewest rows accepted (a row block of a larger X may have fewer than 2).
     """
     if sp.issparse(X):
         if X.ndim != 2:
@@ -76,8 +77,8 @@ def prepare_input(X):
         nonfinite_count = (np.isnan(Xc).sum(), np.isinf(Xc).sum())
         empty = np.flatnonzero(~np.any(Xc != 0, axis=1)) if Xc.size else np.arange(Xc.shape[0])
     n, d = Xc.shape
-    if n < 2:
-        raise ValueError(f"KNNGraph needs at least 2 samples, got n_samples={n}.")
+    if n < min_samples:
+        raise ValueError(f"KNNGraph needs at least {min_samples} samples, got n_samples={n}.")
     if d < 1:
         raise ValueError("X has no features (n_features=0).")
     if bad.any():
@@ -118,17 +119,25 @@ def svd_embedding(Xn, n_components, svd_sample, rng, verbose):
         E[start:start + chunk] = svd.transform(Xn[start:start + chunk])
         if verbose and n > chunk:
             log(f"  projected {min(start + chunk, n)}/{n} rows")
+    n_zero = normalize_embedding(E)
+    if n_zero:
+        warnings.warn(f"{n_zero} rows have a zero SVD embedding; "
+                      "increase n_components.", RuntimeWarning)
+    return E
+
+
+def normalize_embedding(E):
+    """Scale the rows of the embedding E to unit length in place; return the number of
+    zero rows, which get the common direction 1/sqrt(n_components)."""
     norms = np.linalg.norm(E, axis=1)
     zero = norms == 0
     if zero.any():
         # Rows orthogonal to every component would stay 0; give them a common
         # arbitrary direction so cosine stays defined (no NaN).
-        warnings.warn(f"{int(zero.sum())} rows have a zero SVD embedding; "
-                      "increase n_components.", RuntimeWarning)
         E[zero] = 1.0
-        norms[zero] = np.sqrt(n_components)
+        norms[zero] = np.sqrt(E.shape[1])
     E /= norms[:, None]
-    return E
+    return int(zero.sum())
 
 
 # --------------------------------------------------------------------------

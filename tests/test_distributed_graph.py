@@ -1,0 +1,168 @@
+"""linlap.distributed.fit_graph: the kNN graph of dask row blocks on a 2-process LocalCluster."""
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from linlap import KNNGraph
+from linlap.datasets import make_text_corpus
+from linlap.distributed import csr_row_blocks, fit_graph, laprls_fit
+from linlap.distributed.graph import _sort_candidates
+from linlap.solvers import laprls_linear
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"})
+    with Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def as_dask(blocks):
+    """A dask array whose chunks are the given row blocks (built from tasks)."""
+    return da.concatenate([da.from_delayed(dask.delayed(b), b.shape, dtype=b.dtype, meta=b[:0])
+                           for b in blocks])
+
+
+def uneven_blocks(X, cuts):
+    bounds = [0, *cuts, X.shape[0]]
+    return [X[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    X, y = make_text_corpus(3000, n_features=5000, random_state=0)
+    return X.tocsr(), y
+
+
+# With the exact search, the SVD fitted on all non-empty rows and the same seed, the
+# distributed graph is KNNGraph(space='svd', algorithm='exact').fit(X): same SVD (same
+# draws of the generator, same sample), the same per-row projection, the same exact
+# search (dot products in other blocks, which may only reorder exact ties; there are none
+# here). Everything after the search is KNNGraph's own code.
+@pytest.mark.parametrize("sparse", [True, False])
+def test_exact_equals_single_machine(client, corpus, sparse, tmp_path):
+    X = corpus[0][:400]
+    Xin = X if sparse else X.toarray()
+    params = dict(n_neighbors=7, weight="heat", n_components=20, power=2, random_state=0,
+                  algorithm="exact", reorder=True)
+    ref = KNNGraph(space="svd", **params).fit(Xin)
+    g = fit_graph(KNNGraph(**params), as_dask(uneven_blocks(Xin, [90, 100, 260])),
+                  sample_size=10**6)
+    assert (g.space_, g.algorithm_, g.recall_, g.n_repaired_) == ("svd", "exact", None, 0)
+    np.testing.assert_array_equal(g.neighbors_, ref.neighbors_)
+    np.testing.assert_allclose(g.distances_, ref.distances_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(g.adjacency_.toarray(), ref.adjacency_.toarray(), atol=1e-12)
+    np.testing.assert_array_equal(g.node_order_, ref.node_order_)
+    assert g.scale_ == pytest.approx(ref.scale_, rel=1e-12)
+    assert g.heat_sigma_ == pytest.approx(ref.heat_sigma_, rel=1e-12)
+    z = np.random.default_rng(0).standard_normal((400, 2))
+    np.testing.assert_allclose(g.laplacian_matvec(z), ref.laplacian_matvec(z), atol=1e-10)
+    # a fitted graph like any other: save/load, subgraph, with_laplacian
+    g.save(tmp_path / "g.npz")
+    h = KNNGraph.load(tmp_path / "g.npz")
+    np.testing.assert_allclose(h.laplacian_matvec(z), g.laplacian_matvec(z), atol=1e-12)
+    np.testing.assert_array_equal(g.subgraph(3).neighbors_, ref.neighbors_[:, :3])
+    np.testing.assert_allclose(g.with_laplacian(power=1).laplacian_matvec(z),
+                               ref.with_laplacian(power=1).laplacian_matvec(z), atol=1e-10)
+
+
+def test_nndescent_recall_against_exact_neighbours(client, corpus):
+    X = corpus[0]
+    k = 10
+    g = fit_graph(KNNGraph(n_neighbors=k, algorithm="nndescent", random_state=0),
+                  as_dask(csr_row_blocks(X, 3)), recall_sample=500)
+    # exact neighbours in the same SVD space (same SVD: the generator's first draws are
+    # the same, and the SVD is fitted on all 3,000 rows)
+    ex = KNNGraph(n_neighbors=k, space="svd", algorithm="exact", random_state=0).fit(X)
+    overall = np.mean(g.distances_ <= ex.distances_[:, -1:] + 1e-9)
+    assert g.algorithm_ == "nndescent" and g.space_ == "svd"
+    assert g.recall_ >= 0.9 and overall >= 0.9
+    assert abs(g.recall_ - overall) < 0.05
+    assert "recall" in g.build_time_ and "search" in g.build_time_
+    assert g.neighbors_.min() >= 0
+    assert not np.any(g.neighbors_ == np.arange(X.shape[0])[:, None])
+    assert np.all(np.diff(g.distances_, axis=1) >= 0)
+    # the distances kept are exact: never below the exact k nearest ones
+    assert np.all(g.distances_ >= ex.distances_ - 1e-9)
+    # same neighbour found -> same distance as the exact search's
+    same = g.neighbors_[:, :1] == ex.neighbors_[:, :1]
+    np.testing.assert_allclose(g.distances_[:, :1][same], ex.distances_[:, :1][same],
+                               atol=1e-12)
+    assert (g.adjacency_ != g.adjacency_.T).nnz == 0
+
+
+def test_empty_rows(client, corpus):
+    X = corpus[0][:300].tolil()
+    empty = [0, 5, 150, 151, 299]
+    X[empty] = 0
+    X = X.tocsr()
+    X.eliminate_zeros()
+    params = dict(n_neighbors=5, n_components=10, random_state=1, algorithm="exact")
+    with pytest.warns(UserWarning, match="5 of 300 rows of X are empty") as rec:
+        g = fit_graph(KNNGraph(**params), as_dask(uneven_blocks(X, [1, 150])),
+                      sample_size=10**6)
+    assert sum("are empty" in str(w.message) for w in rec) == 1
+    with pytest.warns(UserWarning, match="are empty"):
+        ref = KNNGraph(space="svd", **params).fit(X)
+    assert g.n_empty_ == 5
+    np.testing.assert_array_equal(g.neighbors_, ref.neighbors_)
+    assert np.all(g.neighbors_[empty] == -1) and np.all(np.isinf(g.distances_[empty]))
+    assert np.all(g.degree_[empty] == 0)
+    assert not np.isin(g.neighbors_, empty).any()
+
+
+def test_bad_input(client, corpus):
+    X = corpus[0][:100]
+    Xd = X.toarray()
+    with pytest.raises(ValueError, match="chunked by rows only"):
+        fit_graph(KNNGraph(n_neighbors=5), da.from_array(Xd, chunks=(50, 1000)))
+    unknown = da.from_array(Xd, chunks=(50, -1))
+    unknown = unknown[da.from_array(np.ones(100, dtype=bool), chunks=50)]
+    with pytest.raises(ValueError, match="unknown row chunk sizes"):
+        fit_graph(KNNGraph(n_neighbors=5), unknown)
+    with pytest.raises(ValueError, match="n_neighbors=100 must be smaller than n_samples=100"):
+        fit_graph(KNNGraph(n_neighbors=100), as_dask(csr_row_blocks(X, 2)))
+    with pytest.raises(ValueError, match="graph.space must be 'auto' or 'svd'"):
+        fit_graph(KNNGraph(n_neighbors=5, space="tfidf"), as_dask(csr_row_blocks(X, 2)))
+    with pytest.raises(ValueError, match="n_neighbors must be an integer"):
+        fit_graph(KNNGraph(n_neighbors=0), as_dask(csr_row_blocks(X, 2)))
+    with pytest.raises(ValueError, match="sample_size must be an integer >= 1"):
+        fit_graph(KNNGraph(n_neighbors=5), as_dask(csr_row_blocks(X, 2)), sample_size=0)
+    with pytest.raises(TypeError, match="dask array"):
+        fit_graph(KNNGraph(n_neighbors=5), X)
+    with pytest.raises(TypeError, match="must be a KNNGraph"):
+        fit_graph(None, as_dask(csr_row_blocks(X, 2)))
+    bad = X.copy()
+    bad.data[3] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        fit_graph(KNNGraph(n_neighbors=5), as_dask(csr_row_blocks(bad, 2)))
+
+
+def test_laprls_on_the_distributed_graph(client, corpus):
+    X, y = corpus
+    X = X[:400]
+    blocks = csr_row_blocks(X, 2)
+    g = fit_graph(KNNGraph(n_neighbors=6, n_components=20, random_state=0, algorithm="exact"),
+                  as_dask(blocks))
+    rng = np.random.default_rng(0)
+    labeled = np.sort(rng.choice(400, 40, replace=False))
+    T = np.where(y[:400][labeled] == 1, 1.0, -1.0)
+    kw = dict(gamma_A=1e-3, gamma_I=2.0, tol=1e-12, max_iter=500)
+    sol = laprls_fit(as_dask(blocks), T, labeled, g, **kw)
+    ref = laprls_linear(X, T, labeled, g.laplacian_matvec, scale=g.scale_, **kw)
+    assert sol.converged and ref.converged
+    np.testing.assert_allclose(sol.coef, ref.coef, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(sol.intercept, ref.intercept, rtol=0, atol=1e-8)
+
+
+def test_merge_keeps_best_distinct_candidates():
+    ids = np.array([[4, 2, 4, -1, 7], [1, 1, 1, 1, 1]])
+    dist = np.array([[0.3, 0.5, 0.3, 0.1, 0.5], [0.2, 0.2, 0.2, 0.2, 0.2]])
+    nb, d = _sort_candidates(ids, dist, 3)
+    np.testing.assert_array_equal(nb, [[4, 2, 7], [1, -1, -1]])  # ties by index
+    np.testing.assert_array_equal(d, [[0.3, 0.5, 0.5], [0.2, np.inf, np.inf]])
