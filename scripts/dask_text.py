@@ -78,22 +78,12 @@ def step(message):
                                        flush=True)
 
 
-def targets(y_idx, n_classes):
-    """±1 targets: one column (class 1 positive) for two classes, else one per class."""
-    if n_classes == 2:
-        return np.where(y_idx == 1, 1.0, -1.0)[:, None]
-    T = -np.ones((y_idx.size, n_classes))
-    T[np.arange(y_idx.size), y_idx] = 1.0
-    return T
-
-
 def main(argv=None):
     args = parse_args(argv)
     from distributed import Client, LocalCluster
 
-    from linlap import KNNGraph
-    from linlap.distributed import (fit_graph, hashing_tfidf_blocks, lapsvm_fit, laprls_fit,
-                                    text_chunks)
+    from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
+    from linlap.distributed import hashing_tfidf_blocks, text_chunks
 
     # 1. The chunks: file lists or line offsets, made here; no document is read yet.
     done = step(f"listing {args.data}")
@@ -124,39 +114,32 @@ def main(argv=None):
                                     verbose=True)
         done(f"X: {X.shape[0]:,} x {X.shape[1]:,} in {X.numblocks[0]} row blocks")
 
-        classes = np.array(sorted(set(y) - {""}), dtype=object)
-        if classes.size < 2:
-            sys.exit(f"dask_text.py: error: {args.data}: {classes.size} class(es) among the "
+        classes = sorted(set(y) - {""})
+        if len(classes) < 2:
+            sys.exit(f"dask_text.py: error: {args.data}: {len(classes)} class(es) among the "
                      f"labels; need at least two (unlabeled documents have no label)")
         labeled = np.flatnonzero(y != "")
         hidden = np.empty(0, dtype=np.intp)
+        y_fit = y
         if args.hide_labels:
             rng = np.random.default_rng(args.seed)
             hidden = np.sort(rng.choice(labeled, int(args.hide_labels * labeled.size),
                                         replace=False))
-            labeled = np.setdiff1d(labeled, hidden)
-        print(f"{labeled.size:,} labeled documents used, {n - labeled.size:,} unlabeled, "
-              f"{classes.size} classes", flush=True)
-        T = targets(np.searchsorted(classes, y[labeled].astype(str)), classes.size)
+            y_fit = y.copy()
+            y_fit[hidden] = ""
+        print(f"{labeled.size - hidden.size:,} labeled documents used, "
+              f"{n - labeled.size + hidden.size:,} unlabeled, {len(classes)} classes",
+              flush=True)
 
-        # 3. The kNN graph over all rows, searched on the workers.
-        done = step(f"building the {args.n_neighbors}-NN graph")
-        graph = fit_graph(KNNGraph(n_neighbors=args.n_neighbors), X, client=client)
-        done()
+        # 3. The estimator on the dask array: the kNN graph searched on the workers
+        # (linlap.distributed.fit_graph), then the solve with its products on the workers.
+        done = step(f"building the {args.n_neighbors}-NN graph and fitting {args.estimator}")
+        Est = LapRLSClassifier if args.estimator == "laprls" else LapSVMClassifier
+        est = Est(gamma_A=args.gamma_A, gamma_I=args.gamma_I, unlabeled="", verbose=1,
+                  graph=KNNGraph(n_neighbors=args.n_neighbors)).fit(X, y_fit)
+        done(f"{est.n_iter_} iterations")
 
-        # 4. The fit: products with X on the workers, CG and the graph term here.
-        done = step(f"fitting {args.estimator}")
-        kw = dict(gamma_A=args.gamma_A, gamma_I=args.gamma_I, client=client)
-        if args.estimator == "laprls":
-            sol = laprls_fit(X, T, labeled, graph, callback=lambda it, res: it % 10 or print(
-                f"  CG iteration {it}, residual {np.max(res):.2e}", flush=True), **kw)
-        else:
-            sol = lapsvm_fit(X, T, labeled, graph, callback=lambda it, dec: print(
-                f"  Newton step {it}, relative decrease {dec:.2e}", flush=True), **kw)
-        done(f"{sol.n_iter} iterations")
-
-    F = sol.decision
-    pred = classes[(F[:, 0] > 0).astype(int) if F.shape[1] == 1 else F.argmax(axis=1)]
+    pred = est.transduction_
     unl = np.flatnonzero(y == "")
     if unl.size:
         names, counts = np.unique(pred[unl], return_counts=True)

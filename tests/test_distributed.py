@@ -290,3 +290,16 @@ def test_estimator_dask_bad_input(client):
         LapRLSClassifier(graph=graph).fit(as_dask(csr_row_blocks(X[:50], 3)), y[:50])
     with pytest.raises(ValueError, match="features"):
         LapRLSClassifier(graph=graph).fit(X, y).predict(as_dask(csr_row_blocks(X[:, :3], 2)))
+
+
+def test_estimator_builds_the_graph_on_the_workers(client):
+    X, y = blobs(n=150, d=60, n_classes=2, seed=10)
+    X = sp.csr_matrix(X)
+    y = y.copy()
+    y[np.random.default_rng(2).random(y.size) < 0.8] = -1
+    est = LapRLSClassifier(graph=KNNGraph(n_neighbors=6, algorithm="exact"), tol=1e-10)
+    est.fit(as_dask(csr_row_blocks(X, 3)), y)
+    assert est.graph_.n_samples_fit_ == 150 and est.graph_.space_ == "svd"
+    ref = LapRLSClassifier(graph=est.graph_, tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(est.transduction_, ref.transduction_)

@@ -209,3 +209,33 @@ def test_lost_worker_blocks_are_recomputed(client, tmp_path):
     # the killed worker's blocks are computed again from the files
     assert abs(X.compute() - reference(docs)[0]).max() <= 1e-12
     client.wait_for_workers(2, timeout=60)
+
+
+def test_script_end_to_end(client, tmp_path, capsys):
+    """scripts/dask_text.py on a small two-class folder, against the running cluster:
+    the documents hashed on the workers, the graph by fit_graph, LapRLS on the dask X."""
+    import importlib.util
+    from pathlib import Path
+
+    rng = np.random.default_rng(3)
+    topics = {"fruit": WORDS[:10], "garden": WORDS[10:]}
+    for label, words in topics.items():
+        (tmp_path / label).mkdir()
+        for i in range(40):
+            doc = " ".join(rng.choice(words, size=12))
+            (tmp_path / label / f"{i:02d}.txt").write_text(doc, encoding="utf-8")
+    path = Path(__file__).resolve().parents[1] / "scripts" / "dask_text.py"
+    spec = importlib.util.spec_from_file_location("dask_text", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = tmp_path / "pred.txt"
+    script.main([str(tmp_path), "--scheduler", client.scheduler.address, "--chunk-size", "15",
+                 "--n-features", str(NF), "--n-neighbors", "5", "--hide-labels", "0.8",
+                 "--out", str(out)])
+    text = capsys.readouterr().out
+    assert "80 documents in 6 chunks" in text
+    assert "16 labeled documents used, 64 unlabeled, 2 classes" in text
+    acc = float(text.split("accuracy on the 64 hidden labels: ")[1].split()[0])
+    assert acc >= 0.95  # two disjoint vocabularies: the graph separates them
+    pred = out.read_text().split()
+    assert len(pred) == 80 and set(pred) == set(topics)
