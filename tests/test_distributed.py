@@ -303,3 +303,8 @@ def test_estimator_builds_the_graph_on_the_workers(client):
     ref = LapRLSClassifier(graph=est.graph_, tol=1e-10).fit(X, y)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=0, atol=1e-8)
     np.testing.assert_array_equal(est.transduction_, ref.transduction_)
+    # binary: one decision column
+    Xd = as_dask(csr_row_blocks(X, 2))
+    np.testing.assert_allclose(est.decision_function(Xd).compute(), ref.decision_function(X),
+                               atol=1e-8)
+    np.testing.assert_array_equal(est.predict(Xd).compute(), ref.predict(X))

@@ -134,15 +134,19 @@ def fit_on_dask(est, X, y):
     return est
 
 
+def _block_scores(Xb, coef, intercept):
+    return np.asarray(Xb @ coef.T) + intercept  # (rows, columns)
+
+
 def _block_decision(Xb, coef, intercept):
-    scores = np.asarray(Xb @ coef.T) + intercept
+    scores = _block_scores(Xb, coef, intercept)
     return scores[:, 0] if scores.shape[1] == 1 else scores
 
 
 def _block_predict(Xb, coef, intercept, classes):
     from ..solvers._problem import predict_index
 
-    return classes[predict_index(_block_decision(Xb, coef, intercept))]
+    return classes[predict_index(_block_scores(Xb, coef, intercept))]
 
 
 def _check_fitted_dask(est, X):
