@@ -34,6 +34,7 @@ import time
 import warnings
 from pathlib import Path
 
+import joblib
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
@@ -47,6 +48,7 @@ from linlap.model_selection import LapRLSClassifierCV
 from linlap.text import make_vectorizer
 
 SEARCH_K = 50
+AUTO = "LapRLSClassifier(gamma_I='auto')"
 #: the first candidate grid tried (k 10 and 50 mixed); EMRClassifier() uses L^p, p 1, 2, 5, 8
 GRID_KP = {"n_neighbors": [10, 50], "power": [1, 5]}
 
@@ -116,6 +118,15 @@ def draw_labels(y, seed, draw):
     return ys, yv
 
 
+def one_se(sel):
+    """The γ_I the same cross-validation errors give with one standard error (n_se=1)."""
+    e = sel.errors
+    l = e.shape[1]
+    thr = (e - e[sel.best]).std(axis=1, ddof=1) / np.sqrt(l)
+    return sel.grid[np.flatnonzero(sel.mean_error - sel.mean_error[sel.best]
+                                   <= thr + 1e-12).max()]
+
+
 def best_single_graph(graphs, make):
     """Fit one base model per candidate; keep the best on the validation labels."""
     def fit(X, ys, yv):
@@ -172,19 +183,33 @@ def study_methods(graph, graphs):
         "EMRClassifier(LapRLSClassifier(gamma_I=1)), candidates k {10, 50} × p {1, 5}":
             lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_I=1.0), graph=graph,
                                             candidates=GRID_KP).fit(X, ys),
+        AUTO:
+            lambda X, ys, yv: LapRLSClassifier(gamma_I="auto", graph=graph).fit(X, ys),
         "LapRLSClassifierCV(gamma_A=1e-4, gamma_I {0.01, 0.1, 1, 10}, cv=3)":
             lambda X, ys, yv: LapRLSClassifierCV(gamma_A=[1e-4], gamma_I=[0.01, 0.1, 1, 10],
                                                  graph=graph, cv=3).fit(X, ys),
     }
 
 
-def run_corpus(name, args):
+def load_with_graph(name, args):
+    """The corpus and its exact 50-NN graph, from ``--cache-dir`` when saved there."""
+    cache = Path(args.cache_dir) / f"emr_{name}.joblib" if args.cache_dir else None
+    if cache is not None and cache.exists():
+        return joblib.load(cache)
     t = time.perf_counter()
     X, y, Xt, yt, draw = load_corpus(name, args.data_dir)
     t_load = time.perf_counter() - t
     t = time.perf_counter()
     graph = KNNGraph(n_neighbors=SEARCH_K, algorithm="exact").fit(X)
     t_search = time.perf_counter() - t
+    out = (X, y, Xt, yt, draw, graph, t_load, t_search)
+    if cache is not None:
+        joblib.dump(out, cache)
+    return out
+
+
+def run_corpus(name, args):
+    X, y, Xt, yt, draw, graph, t_load, t_search = load_with_graph(name, args)
     graphs, _ = candidate_graphs(X, GRID_KP, graph)
     methods = methods_for(graph, graphs)
     if args.study:
@@ -212,18 +237,34 @@ def run_corpus(name, args):
             errs.append(100 * np.mean(model.predict(Xt) != yt))
             if isinstance(model, EMRClassifier):
                 notes.append((model.n_iter_, np.round(model.mu_, 2)))
+            sel = getattr(model, "gamma_I_selection_", None)
+            if sel is not None:
+                notes.append(sel)
         note = ""
-        if notes:
+        if notes and not isinstance(notes[0], tuple):
+            note = ("γ_I chosen " + ", ".join(f"{s.gamma_I:g}" for s in notes)
+                    + "; CV error % (draw 0) "
+                    + ", ".join(f"{100 * e:.1f}" for e in notes[0].mean_error)
+                    + "; 1 SE would choose " + ", ".join(f"{one_se(s):g}" for s in notes))
+        elif notes:
             note = (f"f steps {min(n for n, _ in notes)}–{max(n for n, _ in notes)}; "
                     f"mu (draw 0) {notes[0][1].tolist()}")
         res[label] = (np.mean(errs), np.std(errs), np.mean(times), errs, times)
         print(f"| {label} | {np.mean(errs):.1f} ± {np.std(errs):.1f} | "
               f"{np.mean(times):.2f} | {note} |", flush=True)
+    print("\nper-draw test error %:")
+    for label, r in res.items():
+        print(f"  {label}: " + ", ".join(f"{e:.2f}" for e in r[3]))
     ls = {k: v for k, v in res.items() if k.startswith("LabelSpreading")}
     if ls:
         best = min(ls, key=lambda k: ls[k][0])
         print(f"\nLabelSpreading best k (by test error): {best}: {ls[best][0]:.1f} %")
     base = res.get("LapRLSClassifier() (current defaults)")
+    auto = res.get(AUTO)
+    if base and auto:
+        ratio = np.mean(auto[4]) / np.mean(base[4])
+        print(f"gamma_I='auto' fit / default fit: {ratio:.2f}× (same run); with the search: "
+              f"{(np.mean(auto[4]) + t_search) / (np.mean(base[4]) + t_search):.2f}×")
     emr = res.get("EMRClassifier() (default candidates: k 50 × p {1, 2, 5, 8})")
     if base and emr:
         ratio = np.mean(emr[4]) / np.mean(base[4])
@@ -240,6 +281,8 @@ def main():
     ap.add_argument("--methods", default="all",
                     help="';'-separated substrings of method names, or 'all'")
     ap.add_argument("--study", action="store_true", help="also the default-choice candidates")
+    ap.add_argument("--cache-dir", default=None,
+                    help="save / reuse each corpus's TF-IDF and 50-NN graph in this folder")
     args = ap.parse_args()
     corpora = args.corpora.split(",")
     if args.data_dir is None and any(c not in ("pcmac", "synthetic") for c in corpora):

@@ -202,8 +202,12 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
 
     # -- validation -----------------------------------------------------------------
     def _check_params(self):
-        check_nonnegative(self, "gamma_A", "gamma_I")
-        if self.gamma_A == 0 and self.gamma_I == 0:
+        auto = self._gamma_I_is_auto()
+        check_nonnegative(self, "gamma_A", *(() if auto else ("gamma_I",)))
+        if auto and not self.gamma_A > 0:
+            raise ValueError("gamma_I='auto' needs gamma_A > 0 (its gamma_I = 0 candidate "
+                             "is a ridge fit).")
+        if not auto and self.gamma_A == 0 and self.gamma_I == 0:
             raise ValueError("gamma_A and gamma_I cannot both be 0: the problem would be "
                              "unregularised and, with few labels, singular.")
         check_tol(self)
@@ -228,6 +232,8 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         -------
         self
         """
+        if is_dask_array(X) and self._gamma_I_is_auto():
+            raise ValueError("gamma_I='auto' needs X in memory; give a number for a dask X.")
         if is_dask_array(X):  # the fit on the Dask cluster (linlap.distributed)
             return fit_on_dask(self, X, y)
         self._check_params()
@@ -243,6 +249,7 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         check_memory(solve_bytes(n, d, X.nnz if sp.issparse(X) else n * d,
                                  targets.shape[1] + (balance is not None)),
                      f"Fitting {type(self).__name__} on {n} rows x {d} features")
+        self._select_gamma_I(X, y_idx, labeled_rows, graph)
         init = None
         if self.warm_start and getattr(self, "_solution", None) is not None:
             prev = self._solution
@@ -263,6 +270,30 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         sol.decision = None  # n × C: not needed for a warm start, too big to keep or pickle
         self._solution = sol
         return self
+
+    # -- gamma_I='auto' (estimators with _auto_gamma_I = True) ---------------------------
+    #: whether gamma_I='auto' is accepted (select_gamma_I by cross-validation)
+    _auto_gamma_I = False
+    #: CG iteration cap of the selection's fold fits (None: ``max_iter``)
+    _auto_gamma_I_max_iter = None
+
+    def _gamma_I_is_auto(self):
+        return (self._auto_gamma_I and isinstance(self.gamma_I, str)
+                and self.gamma_I == "auto")
+
+    def _select_gamma_I(self, X, y_idx, labeled_rows, graph):
+        """Set ``gamma_I_`` (the γ_I the solver uses) and ``gamma_I_selection_``."""
+        self.gamma_I_selection_ = None
+        if not self._gamma_I_is_auto():
+            self.gamma_I_ = float(self.gamma_I)
+            return
+        from .cv import select_gamma_I  # cv.py imports the estimators
+
+        sel = select_gamma_I(X, y_idx, labeled_rows, graph, gamma_A=self.gamma_A,
+                             fit_intercept=self.fit_intercept, tol=self.tol,
+                             max_iter=self._auto_gamma_I_max_iter or self.max_iter)
+        self.gamma_I_selection_ = sel
+        self.gamma_I_ = sel.gamma_I
 
     def _dask_unsupported(self):
         """Why this estimator cannot fit a dask array X (None: it can, by

@@ -37,10 +37,11 @@ from .._validation import check_graph_param
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.grid import laprls_grid, lapsvm_grid
+from ..solvers.laprls import laprls_linear
 from ._base import SemiSupervisedMixin, store_params
 from .linear import LapRLSClassifier, LapSVMClassifier
 
-__all__ = ["LapRLSClassifierCV", "LapSVMClassifierCV"]
+__all__ = ["LapRLSClassifierCV", "LapSVMClassifierCV", "select_gamma_I", "AUTO_GAMMA_I_GRID"]
 
 
 def _validation_set(est, validation, X, y, labeled_rows, classes):
@@ -105,6 +106,152 @@ def _object_array(values):
         out[i] = v
     return out
 
+
+
+#: the candidates of ``gamma_I='auto'`` (:func:`select_gamma_I`)
+AUTO_GAMMA_I_GRID = (0.0, 0.1, 1.0, 10.0)
+
+
+class GammaISelection:
+    """What :func:`select_gamma_I` measured.
+
+    Attributes
+    ----------
+    gamma_I : float
+        The chosen γ_I.
+    grid : ndarray of shape (m,)
+        The candidates, increasing.
+    errors : ndarray of shape (m, l)
+        ``errors[c, i]`` = 1 when labeled row i, held out, was misclassified by
+        candidate c fitted on the other folds, else 0 (rows in the order of
+        ``labeled_rows``); all zeros when no cross-validation was possible.
+    mean_error : ndarray of shape (m,)
+    threshold : ndarray of shape (m,)
+        ``n_se`` standard errors of each candidate's paired difference with the best.
+    best : int
+        Index of the candidate with the smallest mean error.
+    n_splits : int
+        Folds used (0: too few labels per class to cross-validate).
+    """
+
+    def __init__(self, gamma_I, grid, errors, mean_error, threshold, best, n_splits):
+        self.gamma_I = gamma_I
+        self.grid = grid
+        self.errors = errors
+        self.mean_error = mean_error
+        self.threshold = threshold
+        self.best = best
+        self.n_splits = n_splits
+
+    def __repr__(self):
+        return (f"GammaISelection(gamma_I={self.gamma_I:g}, grid={self.grid.tolist()}, "
+                f"mean_error={np.round(self.mean_error, 4).tolist()}, n_splits={self.n_splits})")
+
+
+def select_gamma_I(X, y_idx, labeled_rows, graph, *, gamma_A, grid=AUTO_GAMMA_I_GRID, cv=3,
+                   n_se=2.0, fit_intercept=True, tol=1e-4, max_iter=1000, patience=4,
+                   random_state=0):
+    """Choose γ_I by cross-validation of the labeled rows, preferring the largest within
+    ``n_se`` standard errors of the best.
+
+    Guards against a graph that does not carry the labels: how much smoothness along
+    the graph helps is estimated from the labeled rows alone. The labeled rows are split
+    into ``k = min(cv, smallest class count)`` stratified folds (shuffled with
+    ``random_state``). For each fold and each candidate γ_I of ``grid``, the LapRLS
+    objective
+
+        J(w, b) = (1/l') Σ_{i in the other folds} (y_i − f(x_i))² + γ_A ‖w‖²
+                  + γ_I s fᵀL^p f,          s = graph.scale_,
+
+    is minimised on the same graph (the fold's rows become unlabeled rows, still in the
+    graph; one-vs-rest ±1 targets) and every held-out row gets the error
+    ``e_c(i) = 1[predicted class ≠ y_i]``. The γ_I > 0 candidates of a fold come from
+    :func:`linlap.solvers.grid.laprls_grid` (one CG run each; a run stops once the
+    held-out labels have not changed for ``patience`` iterations, else at ``tol``);
+    γ_I = 0 is the ridge fit on the labeled rows (no graph pass).
+
+    With ``E_c = mean_i e_c(i)`` and ``best = argmin_c E_c``, the chosen γ_I is the
+    *largest* candidate c with
+
+        E_c − E_best ≤ n_se · sd_i(e_c(i) − e_best(i)) / √l
+
+    (``sd`` the sample standard deviation, ``ddof=1``, of the paired per-row
+    differences, so ``sd/√l`` is the standard error of ``E_c − E_best``; it is 0 when
+    the two candidates err on the same rows). So the graph keeps its weight unless a
+    smaller γ_I is better by more than the noise of l labels: with ``n_se=2``, a
+    candidate that errs on 2 more held-out rows and on none fewer is still a tie. With fewer than 2 labeled rows in some class (no
+    cross-validation possible) the largest candidate is returned.
+
+    Parameters
+    ----------
+    X : sparse matrix (CSR) or ndarray of shape (n, d)
+        All rows the graph was built on.
+    y_idx : ndarray of int, shape (l,)
+        Class indices (0…C−1) of the labeled rows.
+    labeled_rows : ndarray of int, shape (l,)
+    graph : fitted KNNGraph
+    gamma_A : float
+        γ_A (> 0) of every candidate.
+    grid : sequence of float, default=(0, 0.1, 1, 10)
+        Candidate γ_I values (≥ 0).
+    cv : int, default=3
+    n_se : float, default=2.0
+        Tolerance of the rule, in standard errors (≥ 0; 0: the smallest mean error,
+        ties to the larger γ_I).
+    fit_intercept : bool, default=True
+    tol, max_iter, patience : float, int, int
+        CG tolerance and iteration cap of the fold fits; early stopping of the γ_I > 0
+        runs (None: run to ``tol``).
+    random_state : int, default=0
+        Shuffling of the folds.
+
+    Returns
+    -------
+    GammaISelection
+    """
+    grid = np.unique(np.asarray(grid, dtype=np.float64))
+    if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
+        raise ValueError(f"the gamma_I grid must hold finite values >= 0, got {grid!r}.")
+    if not gamma_A > 0:
+        raise ValueError(f"select_gamma_I needs gamma_A > 0, got {gamma_A!r}.")
+    if not (np.isfinite(n_se) and n_se >= 0):
+        raise ValueError(f"n_se must be a finite number >= 0, got {n_se!r}.")
+    y_idx = np.asarray(y_idx)
+    labeled_rows = np.asarray(labeled_rows)
+    l = labeled_rows.size
+    n_classes = int(y_idx.max()) + 1
+    counts = np.bincount(y_idx, minlength=n_classes)
+    k = min(int(cv), int(counts.min()))
+    m = grid.size
+    errors = np.zeros((m, l))
+    if k < 2 or graph.scale_ == 0:
+        return GammaISelection(float(grid[-1]), grid, errors, np.zeros(m), np.zeros(m),
+                               m - 1, 0)
+    pos = grid > 0
+    skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state)
+    for train, test in skf.split(np.zeros(l), y_idx):
+        rows, T = labeled_rows[train], pm1_targets(y_idx[train], n_classes)
+        Xte = X[labeled_rows[test]]
+        F = np.empty((m, test.size, T.shape[1]))
+        if pos.any():
+            coef, intercept, _ = laprls_grid(
+                X, T, rows, graph.laplacian_matvec, gamma_A=[gamma_A], gamma_I=grid[pos],
+                scale=graph.scale_, fit_intercept=fit_intercept, tol=tol,
+                max_iter=max_iter, monitor_rows=Xte if patience else None,
+                patience=patience, warn=False)
+            for j, c in enumerate(np.flatnonzero(pos)):
+                F[c] = np.asarray(Xte @ coef[j, 0].T) + intercept[j, 0]
+        if not pos.all():
+            sol = laprls_linear(X, T, rows, None, gamma_A=gamma_A, gamma_I=0.0, scale=1.0,
+                                fit_intercept=fit_intercept, tol=tol, max_iter=max_iter)
+            F[0] = np.asarray(Xte @ sol.coef.T) + sol.intercept
+        errors[:, test] = predict_index(F) != y_idx[test]
+    mean = errors.mean(axis=1)
+    best = int(np.argmin(mean))
+    diff = errors - errors[best]
+    threshold = n_se * diff.std(axis=1, ddof=1) / np.sqrt(l)
+    chosen = int(np.flatnonzero(mean - mean[best] <= threshold + 1e-12).max())
+    return GammaISelection(float(grid[chosen]), grid, errors, mean, threshold, best, k)
 
 
 _DEFAULT_GAMMA_A = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1)

@@ -26,8 +26,16 @@ class LapRLSClassifier(LinearLapClassifier):
     ----------
     gamma_A : float, default=1e-4
         Weight γ_A of the ambient (ridge) penalty ``‖w‖²``.
-    gamma_I : float, default=10.0
-        Weight γ_I of the intrinsic (graph smoothness) penalty.
+    gamma_I : float or 'auto', default=10.0
+        Weight γ_I of the intrinsic (graph smoothness) penalty. 'auto': chosen from
+        (0, 0.1, 1, 10) by 3-fold cross-validation of the labeled rows on the same
+        graph — the largest candidate whose held-out error is within two standard
+        errors (of the paired per-row differences) of the smallest
+        (:func:`linlap.estimators.cv.select_gamma_I`, which states the exact rule). It
+        keeps the graph's weight unless the labels show that a smaller one is better;
+        costs about ``3 × (number of γ_I > 0)`` early-stopped solves more than a fit.
+        Needs ``gamma_A > 0``; the class-balance constraint is not used by the
+        selection.
     graph : KNNGraph or None, default=None
         The document graph. None builds ``KNNGraph()`` on X (with k capped at n − 1).
         An unfitted KNNGraph is fitted on X (a copy; the parameter is not changed);
@@ -65,8 +73,15 @@ class LapRLSClassifier(LinearLapClassifier):
         prediction for unlabeled ones.
     graph_ : KNNGraph
         The fitted graph used.
+    gamma_I_ : float
+        The γ_I of the fit (``gamma_I``, or the one chosen by ``gamma_I='auto'``).
+    gamma_I_selection_ : GammaISelection or None
+        With ``gamma_I='auto'``: the candidates, their held-out errors per labeled
+        row, mean errors and thresholds; None otherwise.
     n_features_in_ : int
     """
+
+    _auto_gamma_I = True
 
     def __init__(self, gamma_A=1e-4, gamma_I=10.0, *, graph=None, class_prior=None,
                  unlabeled=-1, fit_intercept=True, tol=1e-4, max_iter=1000,
@@ -76,7 +91,7 @@ class LapRLSClassifier(LinearLapClassifier):
     def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
         return laprls_linear(
             X, targets, labeled_rows, graph.laplacian_matvec,
-            gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_,
+            gamma_A=self.gamma_A, gamma_I=self.gamma_I_, scale=graph.scale_,
             balance=balance, unlabeled_rows=unlabeled_rows,
             fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
             init=init, callback=self._progress_callback("LapRLS"),
@@ -113,8 +128,11 @@ class LapSVMClassifier(LinearLapClassifier):
     ----------
     gamma_A : float, default=1e-4
         Weight γ_A of ``‖w‖²``.
-    gamma_I : float, default=10.0
-        Weight γ_I of the graph smoothness penalty.
+    gamma_I : float or 'auto', default=10.0
+        Weight γ_I of the graph smoothness penalty. 'auto': chosen as in
+        :class:`LapRLSClassifier` (the cross-validation fits LapRLS on the folds —
+        squared loss, CG capped at 1000 iterations — then this estimator is fitted
+        with the chosen γ_I).
     solver : {'newton', 'tinv'}, default='newton'
         'newton': L2-SVM modified finite Newton (Keerthi & DeCoste 2005) with the
         graph term; each step solves a LapRLS-like system on the active labeled
@@ -147,11 +165,14 @@ class LapSVMClassifier(LinearLapClassifier):
 
     Attributes
     ----------
-    classes_, coef_, intercept_, transduction_, graph_, n_features_in_
+    classes_, coef_, intercept_, transduction_, graph_, gamma_I_, gamma_I_selection_
         As in :class:`LapRLSClassifier`.
     n_iter_ : int
         Newton steps (or l-row solver iterations for 'tinv').
     """
+
+    _auto_gamma_I = True
+    _auto_gamma_I_max_iter = 1000
 
     def __init__(self, gamma_A=1e-4, gamma_I=10.0, *, solver="newton", loss="squared_hinge",
                  graph=None, class_prior=None, unlabeled=-1, fit_intercept=True, tol=1e-4,
@@ -184,7 +205,7 @@ class LapSVMClassifier(LinearLapClassifier):
         if self.solver == "newton":
             return lapsvm_newton(
                 X, targets, labeled_rows, graph.laplacian_matvec,
-                gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_,
+                gamma_A=self.gamma_A, gamma_I=self.gamma_I_, scale=graph.scale_,
                 balance=balance, unlabeled_rows=unlabeled_rows,
                 fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
                 init=init, callback=self._progress_callback(
@@ -192,12 +213,12 @@ class LapSVMClassifier(LinearLapClassifier):
             )
         # The factor depends only on the graph (hence X), γ_I s/γ_A and the intercept:
         # reuse it across classes and across refits that keep those fixed.
-        key = (graph, self.gamma_I / self.gamma_A, self.fit_intercept, X.shape)
+        key = (graph, self.gamma_I_ / self.gamma_A, self.fit_intercept, X.shape)
         cached = getattr(self, "_tinv_cache", None)
         factor = cached[1] if cached is not None and cached[0] == key else None
         sol = lapsvm_tinv(
             X, targets, labeled_rows, graph.laplacian_matvec,
-            gamma_A=self.gamma_A, gamma_I=self.gamma_I, scale=graph.scale_, loss=self.loss,
+            gamma_A=self.gamma_A, gamma_I=self.gamma_I_, scale=graph.scale_, loss=self.loss,
             fit_intercept=self.fit_intercept, memory_budget=self.memory_budget,
             tol=self.tol, max_iter=self.max_iter, factor=factor,
         )

@@ -1,0 +1,140 @@
+"""gamma_I='auto': the cross-validated choice of γ_I (linlap.estimators.cv.select_gamma_I)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from reference import dense_solution
+from sklearn.model_selection import StratifiedKFold
+
+from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
+from linlap.estimators.cv import AUTO_GAMMA_I_GRID, select_gamma_I
+from linlap.solvers._problem import pm1_targets, predict_index
+
+
+def _problem(graph_carries_labels, sparse, n=240, d=40, n_classes=2, seed=0):
+    """Documents whose own features identify the class only weakly (a few noisy
+    class-specific terms), and a 10-NN graph built either on class-pure coordinates
+    (it carries the labels) or on random coordinates (pure noise)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(n_classes), n // n_classes)
+    X = np.abs(rng.standard_normal((n, d))) * (rng.random((n, d)) < 0.3)
+    for c in range(n_classes):
+        X[y == c, 3 * c: 3 * c + 3] += 0.8 * rng.random(((y == c).sum(), 3))
+    X[:, -1] += 0.1
+    if graph_carries_labels:
+        Z = np.eye(n_classes)[y] + 0.05 * np.abs(rng.standard_normal((n, n_classes)))
+        Z = np.hstack([Z, 0.02 * np.abs(rng.standard_normal((n, 3)))])
+    else:
+        Z = np.abs(rng.standard_normal((n, 5)))
+    graph = KNNGraph(n_neighbors=10, algorithm="exact").fit(Z)
+    ys = np.full(n, -1)
+    for c in range(n_classes):
+        ys[rng.choice(np.flatnonzero(y == c), 15, replace=False)] = c
+    return (sp.csr_matrix(X) if sparse else X), y, ys, graph
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_rule_equals_its_formula(sparse):
+    X, y, ys, graph = _problem(True, sparse, n=120, d=12, n_classes=3, seed=1)
+    lab = np.flatnonzero(ys != -1)
+    y_idx = ys[lab]
+    sel = select_gamma_I(X, y_idx, lab, graph, gamma_A=1e-2, tol=1e-12, max_iter=5000,
+                         patience=None)
+    grid = np.array(AUTO_GAMMA_I_GRID)
+    # dense reference: the same folds, each candidate by the dense normal equations
+    Xd = X.toarray() if sparse else X
+    Lp, s = graph.laplacian_matrix(), graph.scale_
+    Lp = Lp.toarray() if sp.issparse(Lp) else Lp
+    errors = np.zeros((grid.size, lab.size))
+    skf = StratifiedKFold(n_splits=3, shuffle=True, random_state=0)
+    for train, test in skf.split(np.zeros(lab.size), y_idx):
+        T = pm1_targets(y_idx[train], 3)
+        for c, g in enumerate(grid):
+            z = dense_solution(Xd, Lp, lab[train], T, 1e-2, g, s)
+            F = Xd[lab[test]] @ z[:-1] + z[-1]
+            errors[c, test] = predict_index(F) != y_idx[test]
+    np.testing.assert_array_equal(sel.errors, errors)
+    mean = errors.mean(axis=1)
+    best = np.argmin(mean)
+    se = (errors - errors[best]).std(axis=1, ddof=1) / np.sqrt(lab.size)
+    ok = mean - mean[best] <= 2 * se + 1e-12
+    assert sel.gamma_I == grid[np.flatnonzero(ok).max()]
+    np.testing.assert_allclose(sel.mean_error, mean)
+    np.testing.assert_allclose(sel.threshold, 2 * se)
+    # n_se=0: the smallest mean error, ties to the larger γ_I
+    sel0 = select_gamma_I(X, y_idx, lab, graph, gamma_A=1e-2, n_se=0, tol=1e-12,
+                          max_iter=5000, patience=None)
+    assert sel0.gamma_I == grid[np.flatnonzero(mean == mean.min()).max()]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_noise_graph_picks_small_gamma_I(sparse):
+    X, y, ys, graph = _problem(False, sparse)
+    model = LapRLSClassifier(gamma_I="auto", graph=graph).fit(X, ys)
+    sel = model.gamma_I_selection_
+    assert model.gamma_I_ <= 0.1
+    assert sel.mean_error[-1] > sel.mean_error[sel.best] + sel.threshold[-1]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_label_graph_picks_large_gamma_I(sparse):
+    X, y, ys, graph = _problem(True, sparse)
+    model = LapRLSClassifier(gamma_I="auto", graph=graph).fit(X, ys)
+    assert model.gamma_I_ == 10.0
+    # and the chosen γ_I is what the fit used
+    ref = LapRLSClassifier(gamma_I=10.0, graph=graph).fit(X, ys)
+    np.testing.assert_allclose(model.coef_, ref.coef_)
+    sup = LapRLSClassifier(gamma_I=0.0, graph=graph).fit(X, ys)
+    assert np.mean(model.transduction_ == y) > np.mean(sup.transduction_ == y) + 0.05
+
+
+def test_lapsvm_auto_uses_the_chosen_gamma_I():
+    X, y, ys, graph = _problem(False, True)
+    model = LapSVMClassifier(gamma_I="auto", graph=graph).fit(X, ys)
+    assert model.gamma_I_ <= 0.1
+    ref = LapSVMClassifier(gamma_I=model.gamma_I_, graph=graph).fit(X, ys)
+    np.testing.assert_allclose(model.coef_, ref.coef_)
+
+
+def test_numeric_gamma_I_is_kept():
+    X, y, ys, graph = _problem(True, True, n=60)
+    model = LapRLSClassifier(gamma_I=3.0, graph=graph).fit(X, ys)
+    assert model.gamma_I_ == 3.0 and model.gamma_I_selection_ is None
+
+
+def test_too_few_labels_per_class_keep_the_largest():
+    X, y, ys, graph = _problem(True, True, n=60)
+    ys = np.full(y.size, -1)
+    ys[[0, 1, 59]] = y[[0, 1, 59]]  # one row of class 1: no fold can hold it out
+    model = LapRLSClassifier(gamma_I="auto", graph=graph).fit(X, ys)
+    assert model.gamma_I_ == 10.0 and model.gamma_I_selection_.n_splits == 0
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(gamma_I="auto", gamma_A=0.0), "gamma_A > 0"),
+    (dict(gamma_I="banana"), "gamma_I must be"),
+    (dict(gamma_I=None), "gamma_I must be"),
+])
+def test_auto_validation(params, match):
+    X, y, ys, graph = _problem(True, True, n=60)
+    with pytest.raises(ValueError, match=match):
+        LapRLSClassifier(graph=graph, **params).fit(X, ys)
+
+
+def test_select_gamma_I_validation():
+    X, y, ys, graph = _problem(True, True, n=60)
+    lab = np.flatnonzero(ys != -1)
+    with pytest.raises(ValueError, match="grid"):
+        select_gamma_I(X, ys[lab], lab, graph, gamma_A=1e-4, grid=[-1.0, 1.0])
+    with pytest.raises(ValueError, match="n_se"):
+        select_gamma_I(X, ys[lab], lab, graph, gamma_A=1e-4, n_se=-1)
+    with pytest.raises(ValueError, match="gamma_A"):
+        select_gamma_I(X, ys[lab], lab, graph, gamma_A=0.0)
+
+
+def test_other_estimators_refuse_auto():
+    from linlap import LapS3VMClassifier
+
+    X, y, ys, graph = _problem(True, True, n=60)
+    with pytest.raises(ValueError, match="gamma_I must be"):
+        LapS3VMClassifier(gamma_I="auto", graph=graph).fit(X, ys)
