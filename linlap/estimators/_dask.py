@@ -125,6 +125,7 @@ def fit_on_dask(est, X, y):
     est.intercept_ = sol.intercept
     est.n_iter_ = sol.n_iter
     est.graph_ = graph
+    est.gamma_I_, est.gamma_I_selection_ = float(est.gamma_I), None
     est.n_features_in_ = d
     pred = predict_index(sol.decision)
     pred[labeled_rows] = y_idx
