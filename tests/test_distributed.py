@@ -3,12 +3,10 @@
 import os
 import signal
 
-import dask
 import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from distributed import Client, LocalCluster
 
 from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.distributed import (DistributedNormalOperator, csr_row_blocks, lapsvm_fit,
@@ -19,21 +17,7 @@ from linlap.solvers import laprls_linear, lapsvm_newton
 from linlap.solvers._problem import pm1_targets
 from linlap.solvers.normal_operator import NormalOperator
 from reference import blobs, dense_solution, random_design
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                           dashboard_address=None)
-    with Client(cluster) as c:
-        yield c
-    cluster.close()
-
-
-def as_dask(blocks):
-    """A dask array whose chunks are the given row blocks (recomputable: built from tasks)."""
-    return da.concatenate([da.from_delayed(dask.delayed(b), b.shape, dtype=b.dtype, meta=b[:0])
-                           for b in blocks])
+from dask_cluster import as_dask
 
 
 def problem(n=120, d=15, k=2, seed=0, sparse=True):

@@ -1,31 +1,15 @@
 """linlap.distributed.fit_graph: the kNN graph of dask row blocks on a 2-process LocalCluster."""
 
-import dask
 import dask.array as da
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
 
 from linlap import KNNGraph
 from linlap.datasets import make_text_corpus
 from linlap.distributed import csr_row_blocks, fit_graph, laprls_fit
 from linlap.distributed.graph import _sort_candidates
 from linlap.solvers import laprls_linear
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"})
-    with Client(cluster) as c:
-        yield c
-    cluster.close()
-
-
-def as_dask(blocks):
-    """A dask array whose chunks are the given row blocks (built from tasks)."""
-    return da.concatenate([da.from_delayed(dask.delayed(b), b.shape, dtype=b.dtype, meta=b[:0])
-                           for b in blocks])
+from dask_cluster import as_dask
 
 
 def uneven_blocks(X, cuts):

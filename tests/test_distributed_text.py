@@ -7,7 +7,7 @@ import signal
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from distributed import Client, LocalCluster, futures_of
+from distributed import futures_of
 from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
 
 from linlap.distributed import (TextChunk, hashing_tfidf_blocks, jsonl_chunks, read_chunk,
@@ -17,15 +17,6 @@ from linlap.distributed import text as text_module
 NF = 2**12
 WORDS = ("apple banana cherry durian elder fig grape hazel iris juniper kiwi lemon mango "
          "nut olive pear quince rose sage thyme").split()
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                           dashboard_address=None)
-    with Client(cluster) as c:
-        yield c
-    cluster.close()
 
 
 def documents(n, seed):

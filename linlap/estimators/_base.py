@@ -250,21 +250,26 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
                                  targets.shape[1] + (balance is not None)),
                      f"Fitting {type(self).__name__} on {n} rows x {d} features")
         self._select_gamma_I(X, y_idx, labeled_rows, graph)
-        init = None
-        if self.warm_start and getattr(self, "_solution", None) is not None:
-            prev = self._solution
-            if prev.coef.shape == (targets.shape[1], X.shape[1]):
-                init = prev
-        sol = self._solve(X, targets, labeled_rows, unlabeled_rows, graph, balance, init)
-        check_finite_solution(sol.coef, sol.intercept)
+        sol = self._solve(X, targets, labeled_rows, unlabeled_rows, graph, balance,
+                          self._warm_start_init(targets.shape[1], d))
+        return self._set_fitted(sol, classes, y_idx, labeled_rows, graph)
 
+    def _warm_start_init(self, n_columns, n_features):
+        """The previous solution when ``warm_start`` and it has the same shape, else None."""
+        prev = getattr(self, "_solution", None)
+        if self.warm_start and prev is not None and prev.coef.shape == (n_columns, n_features):
+            return prev
+        return None
+
+    def _set_fitted(self, sol, classes, y_idx, labeled_rows, graph):
+        """The fitted attributes from a checked-finite solution; returns self."""
+        check_finite_solution(sol.coef, sol.intercept)
         self.classes_ = classes
         self.coef_ = sol.coef
         self.intercept_ = sol.intercept
         self.n_iter_ = sol.n_iter
         self.graph_ = graph
-        F = sol.decision
-        pred = predict_index(F)
+        pred = predict_index(sol.decision)
         pred[labeled_rows] = y_idx
         self.transduction_ = classes[pred]
         sol.decision = None  # n × C: not needed for a warm start, too big to keep or pickle

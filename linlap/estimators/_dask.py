@@ -76,8 +76,8 @@ def _check_dask_X(X, client):
 def fit_on_dask(est, X, y):
     """The body of ``LinearLapClassifier.fit`` for a dask array X (see the module doc)."""
     from ..graph import KNNGraph
-    from ..solvers._problem import pm1_targets, predict_index
-    from ._base import DEFAULT_N_NEIGHBORS, check_finite_solution
+    from ..solvers._problem import pm1_targets
+    from ._base import DEFAULT_N_NEIGHBORS
 
     est._check_params()
     reason = est._dask_unsupported()
@@ -112,27 +112,11 @@ def fit_on_dask(est, X, y):
             graph = KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n - 1))
         graph = fit_graph(graph, X, client=client, verbose=bool(est.verbose))
     targets = pm1_targets(y_idx, classes.size)
-    init = None
-    prev = getattr(est, "_solution", None)
-    if est.warm_start and prev is not None and prev.coef.shape == (targets.shape[1], d):
-        init = prev
-    sol = est._solve_distributed(X, targets, labeled_rows, unlabeled_rows, graph, balance,
-                                 init, client)
-    check_finite_solution(sol.coef, sol.intercept)
-
-    est.classes_ = classes
-    est.coef_ = sol.coef
-    est.intercept_ = sol.intercept
-    est.n_iter_ = sol.n_iter
-    est.graph_ = graph
     est.gamma_I_, est.gamma_I_selection_ = float(est.gamma_I), None
+    sol = est._solve_distributed(X, targets, labeled_rows, unlabeled_rows, graph, balance,
+                                 est._warm_start_init(targets.shape[1], d), client)
     est.n_features_in_ = d
-    pred = predict_index(sol.decision)
-    pred[labeled_rows] = y_idx
-    est.transduction_ = classes[pred]
-    sol.decision = None
-    est._solution = sol
-    return est
+    return est._set_fitted(sol, classes, y_idx, labeled_rows, graph)
 
 
 def _block_scores(Xb, coef, intercept):
