@@ -49,6 +49,12 @@ from linlap.text import make_vectorizer
 
 SEARCH_K = 50
 AUTO = "LapRLSClassifier(gamma_I='auto')"
+DEFAULT = "LapRLSClassifier() (defaults: gamma_I='scaled' = 500 C / l)"
+PREVIOUS = "LapRLSClassifier(gamma_I=10) (previous defaults)"
+#: γ_I of the rows measured before gamma_I='scaled' became the default (EMR, single graphs)
+G10 = 10.0
+EMR = "EMRClassifier() (default candidates: k 50 × p {1, 2, 5, 8}, γ_I 'scaled')"
+EMR10 = "EMRClassifier(LapRLSClassifier(gamma_I=10)) (candidates k 50 × p {1, 2, 5, 8})"
 #: the first candidate grid tried (k 10 and 50 mixed); EMRClassifier() uses L^p, p 1, 2, 5, 8
 GRID_KP = {"n_neighbors": [10, 50], "power": [1, 5]}
 
@@ -145,15 +151,22 @@ def methods_for(graph, graphs):
     """name -> fit(X, ys, yv) returning a fitted model."""
     lab = lambda ys: ys != -1  # noqa: E731
     m = {
-        "LapRLSClassifier() (current defaults)":
+        DEFAULT:
             lambda X, ys, yv: LapRLSClassifier(graph=graph).fit(X, ys),
-        "EMRClassifier(LapRLSClassifier()), candidates k {10, 50} × p {1, 5}":
-            lambda X, ys, yv: EMRClassifier(graph=graph, candidates=GRID_KP).fit(X, ys),
-        "EMRClassifier(LapSVMClassifier()), candidates k {10, 50} × p {1, 5}":
-            lambda X, ys, yv: EMRClassifier(LapSVMClassifier(), graph=graph,
+        PREVIOUS:
+            lambda X, ys, yv: LapRLSClassifier(gamma_I=G10, graph=graph).fit(X, ys),
+        "LapSVMClassifier() (defaults: gamma_I='scaled')":
+            lambda X, ys, yv: LapSVMClassifier(graph=graph).fit(X, ys),
+        "LapSVMClassifier(gamma_I=10) (previous defaults)":
+            lambda X, ys, yv: LapSVMClassifier(gamma_I=G10, graph=graph).fit(X, ys),
+        "EMRClassifier(LapRLSClassifier(gamma_I=10)), candidates k {10, 50} × p {1, 5}":
+            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_I=G10), graph=graph,
                                             candidates=GRID_KP).fit(X, ys),
-        "best single graph of k {10, 50} × p {1, 5} (validation labels)":
-            best_single_graph(graphs, lambda g: LapRLSClassifier(graph=g)),
+        "EMRClassifier(LapSVMClassifier(gamma_I=10)), candidates k {10, 50} × p {1, 5}":
+            lambda X, ys, yv: EMRClassifier(LapSVMClassifier(gamma_I=G10), graph=graph,
+                                            candidates=GRID_KP).fit(X, ys),
+        "best single graph of k {10, 50} × p {1, 5}, γ_I 10 (validation labels)":
+            best_single_graph(graphs, lambda g: LapRLSClassifier(gamma_I=G10, graph=g)),
         "LapRLSClassifierCV(cv=3) 7×7 γ grid":
             lambda X, ys, yv: LapRLSClassifierCV(graph=graph, cv=3).fit(X, ys),
         "LinearSVC (labels only)":
@@ -172,11 +185,18 @@ def methods_for(graph, graphs):
 def study_methods(graph, graphs):
     """Candidate out-of-the-box choices (--study)."""
     return {
-        "best single graph of k 50 × p {1, 2, 5, 8} (validation labels)":
+        "best single graph of k 50 × p {1, 2, 5, 8}, γ_I 10 (validation labels)":
+            lambda X, ys, yv: best_single_graph(
+                [graph.with_laplacian(power=p) for p in (1, 2, 5, 8)],
+                lambda g: LapRLSClassifier(gamma_I=G10, graph=g))(X, ys, yv),
+        EMR10:
+            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_I=G10),
+                                            graph=graph).fit(X, ys),
+        "best single graph of k 50 × p {1, 2, 5, 8}, γ_I 'scaled' (validation labels)":
             lambda X, ys, yv: best_single_graph(
                 [graph.with_laplacian(power=p) for p in (1, 2, 5, 8)],
                 lambda g: LapRLSClassifier(graph=g))(X, ys, yv),
-        "EMRClassifier() (default candidates: k 50 × p {1, 2, 5, 8})":
+        EMR:
             lambda X, ys, yv: EMRClassifier(graph=graph).fit(X, ys),
         "LapRLSClassifier(gamma_I=1)":
             lambda X, ys, yv: LapRLSClassifier(gamma_I=1.0, graph=graph).fit(X, ys),
@@ -259,13 +279,13 @@ def run_corpus(name, args):
     if ls:
         best = min(ls, key=lambda k: ls[k][0])
         print(f"\nLabelSpreading best k (by test error): {best}: {ls[best][0]:.1f} %")
-    base = res.get("LapRLSClassifier() (current defaults)")
+    base = res.get(DEFAULT)
     auto = res.get(AUTO)
     if base and auto:
         ratio = np.mean(auto[4]) / np.mean(base[4])
         print(f"gamma_I='auto' fit / default fit: {ratio:.2f}× (same run); with the search: "
               f"{(np.mean(auto[4]) + t_search) / (np.mean(base[4]) + t_search):.2f}×")
-    emr = res.get("EMRClassifier() (default candidates: k 50 × p {1, 2, 5, 8})")
+    emr = res.get(EMR)
     if base and emr:
         ratio = np.mean(emr[4]) / np.mean(base[4])
         print(f"EMR fit / default fit: {ratio:.2f}× (same run); with the search: "

@@ -65,6 +65,7 @@ def model(corpus):
     assert "Traceback" not in res.stderr
     assert "40 labeled" in res.stderr and "260 unlabeled" in res.stderr
     assert "vectorizing" in res.stderr  # step lines unless --quiet
+    assert "gamma_I = 25" in res.stderr  # the 'scaled' default: 500 · 2 classes / 40 labels
     return corpus / "model.joblib"
 
 
@@ -210,6 +211,25 @@ def test_usage_errors_exit_2(tmp_path):
     res = run("fit", tmp_path / "x.csv", "--model", "m", "--estimator", "svm")
     assert res.returncode == 2
     assert run().returncode == 2
+
+
+@pytest.mark.parametrize("value, parsed", [("scaled", "scaled"), ("auto", "auto"),
+                                           ("3", 3.0), ("0", 0.0)])
+def test_gamma_I_option_takes_numbers_and_names(value, parsed):
+    from linlap.cli import build_parser
+
+    args = build_parser().parse_args(["fit", "x.csv", "--model", "m", "--gamma-I", value])
+    assert args.gamma_I == parsed
+    assert build_parser().parse_args(["fit", "x.csv", "--model", "m"]).gamma_I == "scaled"
+
+
+@pytest.mark.parametrize("value", ["banana", "-1", "inf", "nan"])
+def test_gamma_I_option_refuses_bad_values(value, capsys):
+    from linlap.cli import build_parser
+
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["fit", "x.csv", "--model", "m", "--gamma-I", value])
+    assert exc.value.code == 2 and "--gamma-I" in capsys.readouterr().err
 
 
 def test_help_of_every_command():

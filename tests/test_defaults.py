@@ -1,4 +1,6 @@
-"""gamma_I='auto': the cross-validated choice of γ_I (linlap.estimators.cv.select_gamma_I)."""
+"""The γ_I of the defaults: gamma_I='scaled' (500 over the labeled rows per class, the
+default of LapRLSClassifier and LapSVMClassifier) and gamma_I='auto' (the cross-validated
+choice, linlap.estimators.cv.select_gamma_I)."""
 
 import numpy as np
 import pytest
@@ -6,7 +8,8 @@ import scipy.sparse as sp
 from reference import dense_solution
 from sklearn.model_selection import StratifiedKFold
 
-from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
+from linlap import EMRClassifier, KNNGraph, LapRLSClassifier, LapSVMClassifier
+from linlap.estimators import SCALED_GAMMA_I, scaled_gamma_I
 from linlap.estimators.cv import AUTO_GAMMA_I_GRID, select_gamma_I
 from linlap.solvers._problem import pm1_targets, predict_index
 
@@ -138,3 +141,53 @@ def test_other_estimators_refuse_auto():
     X, y, ys, graph = _problem(True, True, n=60)
     with pytest.raises(ValueError, match="gamma_I must be"):
         LapS3VMClassifier(gamma_I="auto", graph=graph).fit(X, ys)
+
+
+def test_scaled_gamma_I_formula():
+    assert SCALED_GAMMA_I == 500.0
+    assert scaled_gamma_I(50, 2) == 20.0     # 25 labels per class
+    assert scaled_gamma_I(100, 20) == 100.0  # 5 per class
+    assert scaled_gamma_I(1000, 2) == 1.0    # 500 per class
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("Estimator", [LapRLSClassifier, LapSVMClassifier])
+def test_scaled_is_the_default_and_equals_its_number(Estimator, n_classes, sparse):
+    X, y, ys, graph = _problem(True, sparse, n=120, d=12, n_classes=n_classes, seed=2)
+    ys[np.flatnonzero(ys == 0)[:4]] = -1  # unequal class counts: C / l, not a per-class rule
+    l = int((ys != -1).sum())
+    model = Estimator(graph=graph).fit(X, ys)
+    assert Estimator().gamma_I == "scaled"
+    assert model.gamma_I_ == 500.0 * n_classes / l and model.gamma_I_selection_ is None
+    ref = Estimator(gamma_I=500.0 * n_classes / l, graph=graph).fit(X, ys)
+    np.testing.assert_array_equal(model.coef_, ref.coef_)
+    np.testing.assert_array_equal(model.intercept_, ref.intercept_)
+
+
+def test_scaled_follows_the_labels():
+    """More labels per class, smaller γ_I: the graph stops overriding many labels."""
+    X, y, ys, graph = _problem(True, True, n=120, d=12, seed=3)
+    few = LapRLSClassifier(graph=graph).fit(X, ys)
+    many = LapRLSClassifier(graph=graph).fit(X, y)  # every row labeled
+    assert few.gamma_I_ == 500.0 * 2 / 30 and many.gamma_I_ == 500.0 * 2 / 120
+
+
+def test_emr_resolves_scaled_once():
+    X, y, ys, graph = _problem(True, True, n=120, d=12, seed=4)
+    cands = [graph.with_laplacian(power=p) for p in (1, 2)]
+    l = int((ys != -1).sum())
+    a = EMRClassifier(candidates=cands, max_iter=3).fit(X, ys)
+    b = EMRClassifier(LapRLSClassifier(gamma_I=500.0 * 2 / l), candidates=cands,
+                      max_iter=3).fit(X, ys)
+    np.testing.assert_allclose(a.mu_, b.mu_, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="number or 'scaled'"):
+        EMRClassifier(LapRLSClassifier(gamma_I="auto"), candidates=cands).fit(X, ys)
+
+
+def test_s3vm_refuses_scaled():
+    from linlap import LapS3VMClassifier
+
+    X, y, ys, graph = _problem(True, True, n=60)
+    with pytest.raises(ValueError, match="gamma_I must be"):
+        LapS3VMClassifier(gamma_I="scaled", graph=graph).fit(X, ys)

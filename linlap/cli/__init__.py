@@ -14,6 +14,19 @@ from .predict import _evaluate, _predict
 __all__ = ["main", "build_parser"]
 
 
+def _gamma_I_arg(text):
+    """--gamma-I: a number >= 0, 'scaled' or 'auto'."""
+    if text in ("scaled", "auto"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, 'scaled' or 'auto', got {text!r}")
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
 def build_parser():
     from .. import __version__
 
@@ -69,8 +82,10 @@ def build_parser():
                    help="Laplacian RLS (default) or Laplacian SVM (finite Newton)")
     g.add_argument("--gamma-A", type=float, default=1e-4, metavar="G",
                    help="ambient (ridge) weight γ_A (default 1e-4)")
-    g.add_argument("--gamma-I", type=float, default=10.0, metavar="G",
-                   help="intrinsic (graph) weight γ_I (default 10)")
+    g.add_argument("--gamma-I", type=_gamma_I_arg, default="scaled", metavar="G",
+                   help="intrinsic (graph) weight γ_I: a number, 'scaled' (default: 500 "
+                        "over the labeled documents per class) or 'auto' (chosen by "
+                        "cross-validation of the labeled documents)")
     g.add_argument("--class-prior", default="none", metavar="PRIOR",
                    help="class-balance constraint on the unlabeled rows: none (default), "
                         "labeled (proportions of the labeled rows) or comma-separated "

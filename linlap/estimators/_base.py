@@ -21,10 +21,26 @@ from ..solvers._problem import pm1_targets, predict_index
 from ._dask import dask_decision_function, dask_predict, fit_on_dask, is_dask_array
 
 __all__ = ["SemiSupervisedMixin", "LinearLapClassifier", "store_params", "resolve_graph",
-           "DEFAULT_N_NEIGHBORS"]
+           "DEFAULT_N_NEIGHBORS", "SCALED_GAMMA_I", "scaled_gamma_I"]
 
 #: k of the graph an estimator builds when none is given (capped at n - 1).
 DEFAULT_N_NEIGHBORS = KNNGraph().n_neighbors
+
+#: γ_I times the labeled rows per class, for ``gamma_I='scaled'`` (see scaled_gamma_I).
+SCALED_GAMMA_I = 500.0
+
+
+def scaled_gamma_I(n_labeled, n_classes):
+    """γ_I of ``gamma_I='scaled'``: ``SCALED_GAMMA_I · C / l`` = 500 / (labeled rows per class).
+
+    The loss is averaged over the l labeled rows, so with a fixed γ_I the graph weighs
+    as much against 1,000 labels as against 50; a posterior with its loss summed over
+    the labels would trust the graph less as labels accumulate. Dividing by the labels
+    per class (one-vs-rest: each class column's positives) gives 20 at 25 labels per
+    class, 100 at 5, 1 at 500. The constant 500 is the one measured to hold across the
+    benchmark corpora (``bench/emr.py``; bench/RESULTS.md, "out-of-the-box defaults").
+    """
+    return SCALED_GAMMA_I * n_classes / n_labeled
 
 
 def count_nonempty_rows(X):
@@ -203,11 +219,15 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
     # -- validation -----------------------------------------------------------------
     def _check_params(self):
         auto = self._gamma_I_is_auto()
-        check_nonnegative(self, "gamma_A", *(() if auto else ("gamma_I",)))
+        named = isinstance(self.gamma_I, str)
+        if named and self.gamma_I not in self._gamma_I_names:
+            raise ValueError(f"gamma_I must be a finite number >= 0 or one of "
+                             f"{list(self._gamma_I_names)}, got {self.gamma_I!r}.")
+        check_nonnegative(self, "gamma_A", *(() if named else ("gamma_I",)))
         if auto and not self.gamma_A > 0:
             raise ValueError("gamma_I='auto' needs gamma_A > 0 (its gamma_I = 0 candidate "
                              "is a ridge fit).")
-        if not auto and self.gamma_A == 0 and self.gamma_I == 0:
+        if not named and self.gamma_A == 0 and self.gamma_I == 0:
             raise ValueError("gamma_A and gamma_I cannot both be 0: the problem would be "
                              "unregularised and, with few labels, singular.")
         check_tol(self)
@@ -276,21 +296,28 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         self._solution = sol
         return self
 
-    # -- gamma_I='auto' (estimators with _auto_gamma_I = True) ---------------------------
-    #: whether gamma_I='auto' is accepted (select_gamma_I by cross-validation)
-    _auto_gamma_I = False
+    # -- gamma_I given by name ('scaled', 'auto') -----------------------------------------
+    #: the strings ``gamma_I`` accepts besides numbers ('scaled': scaled_gamma_I;
+    #: 'auto': select_gamma_I by cross-validation)
+    _gamma_I_names = ()
     #: CG iteration cap of the selection's fold fits (None: ``max_iter``)
     _auto_gamma_I_max_iter = None
 
     def _gamma_I_is_auto(self):
-        return (self._auto_gamma_I and isinstance(self.gamma_I, str)
-                and self.gamma_I == "auto")
+        return "auto" in self._gamma_I_names and isinstance(self.gamma_I, str) \
+            and self.gamma_I == "auto"
+
+    def _fixed_gamma_I(self, n_labeled, n_classes):
+        """The γ_I of a number or of 'scaled' (:func:`scaled_gamma_I`)."""
+        if isinstance(self.gamma_I, str) and self.gamma_I == "scaled":
+            return scaled_gamma_I(n_labeled, n_classes)
+        return float(self.gamma_I)
 
     def _select_gamma_I(self, X, y_idx, labeled_rows, graph):
         """Set ``gamma_I_`` (the γ_I the solver uses) and ``gamma_I_selection_``."""
         self.gamma_I_selection_ = None
         if not self._gamma_I_is_auto():
-            self.gamma_I_ = float(self.gamma_I)
+            self.gamma_I_ = self._fixed_gamma_I(labeled_rows.size, int(y_idx.max()) + 1)
             return
         from .cv import select_gamma_I  # cv.py imports the estimators
 

@@ -15,7 +15,7 @@ from sklearn.utils.validation import (check_consistent_length, check_is_fitted, 
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
-from ._base import store_params
+from ._base import scaled_gamma_I, store_params
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
 
@@ -349,6 +349,11 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         scales = np.array([g.scale_ for g in graphs])
 
         est = clone(base).set_params(warm_start=True)
+        if isinstance(est.gamma_I, str):  # one γ_I for every alternation
+            if est.gamma_I != "scaled":
+                raise ValueError(f"EMRClassifier needs its estimator's gamma_I to be a "
+                                 f"number or 'scaled', not {est.gamma_I!r}.")
+            est.set_params(gamma_I=scaled_gamma_I(labeled.size, int(y_idx.max()) + 1))
         gamma_A, gamma_I = float(est.gamma_A), float(est.gamma_I)
         fit_state = {}
 

@@ -26,16 +26,19 @@ class LapRLSClassifier(LinearLapClassifier):
     ----------
     gamma_A : float, default=1e-4
         Weight γ_A of the ambient (ridge) penalty ``‖w‖²``.
-    gamma_I : float or 'auto', default=10.0
-        Weight γ_I of the intrinsic (graph smoothness) penalty. 'auto': chosen from
-        (0, 0.1, 1, 10) by 3-fold cross-validation of the labeled rows on the same
-        graph — the largest candidate whose held-out error is within two standard
-        errors (of the paired per-row differences) of the smallest
-        (:func:`linlap.estimators.cv.select_gamma_I`, which states the exact rule). It
-        keeps the graph's weight unless the labels show that a smaller one is better;
-        costs about ``3 × (number of γ_I > 0)`` early-stopped solves more than a fit.
-        Needs ``gamma_A > 0``; the class-balance constraint is not used by the
-        selection.
+    gamma_I : float, 'scaled' or 'auto', default='scaled'
+        Weight γ_I of the intrinsic (graph smoothness) penalty. 'scaled':
+        ``γ_I = 500 C / l`` for C classes and l labeled rows — 500 over the labeled rows
+        per class (20 at 25 per class, 100 at 5 per class, 1 at 500 per class;
+        :func:`linlap.estimators.scaled_gamma_I`): because the loss is averaged over the
+        labeled rows, a fixed γ_I would let the graph override many labels as strongly as
+        a few. 'auto': chosen from (0, 0.1, 1, 10) by 3-fold cross-validation of the
+        labeled rows on the same graph — the largest candidate whose held-out error is
+        within two standard errors (of the paired per-row differences) of the smallest
+        (:func:`linlap.estimators.cv.select_gamma_I`, which states the exact rule); costs
+        about ``3 × (number of γ_I > 0)`` early-stopped solves more than a fit, needs
+        ``gamma_A > 0``, and the class-balance constraint is not used by the selection.
+        The fitted value is ``gamma_I_``.
     graph : KNNGraph or None, default=None
         The document graph. None builds ``KNNGraph()`` on X (with k capped at n − 1).
         An unfitted KNNGraph is fitted on X (a copy; the parameter is not changed);
@@ -74,16 +77,17 @@ class LapRLSClassifier(LinearLapClassifier):
     graph_ : KNNGraph
         The fitted graph used.
     gamma_I_ : float
-        The γ_I of the fit (``gamma_I``, or the one chosen by ``gamma_I='auto'``).
+        The γ_I of the fit (``gamma_I``, its 'scaled' value, or the one chosen by
+        ``gamma_I='auto'``).
     gamma_I_selection_ : GammaISelection or None
         With ``gamma_I='auto'``: the candidates, their held-out errors per labeled
         row, mean errors and thresholds; None otherwise.
     n_features_in_ : int
     """
 
-    _auto_gamma_I = True
+    _gamma_I_names = ("scaled", "auto")
 
-    def __init__(self, gamma_A=1e-4, gamma_I=10.0, *, graph=None, class_prior=None,
+    def __init__(self, gamma_A=1e-4, gamma_I="scaled", *, graph=None, class_prior=None,
                  unlabeled=-1, fit_intercept=True, tol=1e-4, max_iter=1000,
                  warm_start=False, verbose=0):
         store_params(self, locals())
@@ -105,7 +109,7 @@ class LapRLSClassifier(LinearLapClassifier):
         from ..distributed import laprls_fit
 
         return laprls_fit(
-            X, targets, labeled_rows, graph, gamma_A=self.gamma_A, gamma_I=self.gamma_I,
+            X, targets, labeled_rows, graph, gamma_A=self.gamma_A, gamma_I=self.gamma_I_,
             balance=balance, unlabeled_rows=unlabeled_rows, fit_intercept=self.fit_intercept,
             tol=self.tol, max_iter=self.max_iter, init=init,
             callback=self._progress_callback("LapRLS"), client=client)
@@ -128,11 +132,11 @@ class LapSVMClassifier(LinearLapClassifier):
     ----------
     gamma_A : float, default=1e-4
         Weight γ_A of ``‖w‖²``.
-    gamma_I : float or 'auto', default=10.0
-        Weight γ_I of the graph smoothness penalty. 'auto': chosen as in
-        :class:`LapRLSClassifier` (the cross-validation fits LapRLS on the folds —
-        squared loss, CG capped at 1000 iterations — then this estimator is fitted
-        with the chosen γ_I).
+    gamma_I : float, 'scaled' or 'auto', default='scaled'
+        Weight γ_I of the graph smoothness penalty. 'scaled': ``500 C / l`` as in
+        :class:`LapRLSClassifier`. 'auto': chosen as in :class:`LapRLSClassifier` (the
+        cross-validation fits LapRLS on the folds — squared loss, CG capped at 1000
+        iterations — then this estimator is fitted with the chosen γ_I).
     solver : {'newton', 'tinv'}, default='newton'
         'newton': L2-SVM modified finite Newton (Keerthi & DeCoste 2005) with the
         graph term; each step solves a LapRLS-like system on the active labeled
@@ -171,10 +175,10 @@ class LapSVMClassifier(LinearLapClassifier):
         Newton steps (or l-row solver iterations for 'tinv').
     """
 
-    _auto_gamma_I = True
+    _gamma_I_names = ("scaled", "auto")
     _auto_gamma_I_max_iter = 1000
 
-    def __init__(self, gamma_A=1e-4, gamma_I=10.0, *, solver="newton", loss="squared_hinge",
+    def __init__(self, gamma_A=1e-4, gamma_I="scaled", *, solver="newton", loss="squared_hinge",
                  graph=None, class_prior=None, unlabeled=-1, fit_intercept=True, tol=1e-4,
                  max_iter=50, memory_budget=2**30, warm_start=False, verbose=0):
         store_params(self, locals())
@@ -235,7 +239,7 @@ class LapSVMClassifier(LinearLapClassifier):
         from ..distributed import lapsvm_fit
 
         return lapsvm_fit(
-            X, targets, labeled_rows, graph, gamma_A=self.gamma_A, gamma_I=self.gamma_I,
+            X, targets, labeled_rows, graph, gamma_A=self.gamma_A, gamma_I=self.gamma_I_,
             balance=balance, unlabeled_rows=unlabeled_rows, fit_intercept=self.fit_intercept,
             tol=self.tol, max_iter=self.max_iter, init=init,
             callback=self._progress_callback("LapSVM Newton", "relative decrease of J",
