@@ -6,7 +6,7 @@ Prints one Markdown table of bench/corpus_statistics.py for
 * IMDB sentiment (train 25,000 labeled + unsup 50,000 unlabeled reviews; test 25,000),
 * make_text_corpus at its defaults (and a few variants, e.g. one sub-topic per class),
 
-then (with --ssl) LinearSVC against LapRLSClassifier() on 20,000 synthetic documents with and
+then (with --ssl) LinearSVC against LapRLSClassifier(gamma_I=10) on 20,000 synthetic documents with and
 without sub-topics, then the time and peak memory of generating n = 10^6 documents with the
 defaults. Real corpora are read from --data-dir (or $LINLAP_DATA) and vectorised with
 linlap.text.make_vectorizer() fitted on the training rows (IMDB: train + unsup); the matrices
@@ -230,7 +230,7 @@ def main():
     if args.ssl and not args.big_only:
         print()
         print("| n = 20,000, 1,000 labels, 3 draws | LinearSVC error % "
-              "| LapRLSClassifier() error % | graph s |")
+              "| LapRLSClassifier(gamma_I=10) error % | graph s |")
         print("|---|---|---|---|")
         for label, kw in [("defaults (20 sub-topics per class)", {}),
                           ("one blob per class, topic_concentration=0.12",

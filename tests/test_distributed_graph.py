@@ -55,11 +55,25 @@ def test_exact_equals_single_machine(client, corpus, sparse, tmp_path):
                                ref.with_laplacian(power=1).laplacian_matvec(z), atol=1e-10)
 
 
-def test_nndescent_recall_against_exact_neighbours(client, corpus):
+@pytest.fixture(scope="module")
+def thread_client():
+    """Two in-process workers: pynndescent is compiled once, in this process, instead of
+    once per worker process (minutes on a fresh machine). The process transport is
+    tested with the exact search and by the other modules' tests."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, processes=False, threads_per_worker=1,
+                           dashboard_address=None)
+    with Client(cluster, set_as_default=False) as c:
+        yield c
+    cluster.close()
+
+
+def test_nndescent_recall_against_exact_neighbours(thread_client, corpus):
     X = corpus[0]
     k = 10
     g = fit_graph(KNNGraph(n_neighbors=k, algorithm="nndescent", random_state=0),
-                  as_dask(csr_row_blocks(X, 3)), recall_sample=500)
+                  as_dask(csr_row_blocks(X, 3)), recall_sample=500, client=thread_client)
     # exact neighbours in the same SVD space (same SVD: the generator's first draws are
     # the same, and the SVD is fitted on all 3,000 rows)
     ex = KNNGraph(n_neighbors=k, space="svd", algorithm="exact", random_state=0).fit(X)
