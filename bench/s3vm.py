@@ -279,8 +279,19 @@ def prior_estimates(sets, draws, ddir):
     from scipy.sparse.linalg import spsolve
     from scipy.special import expit
 
+    from scipy.stats import gaussian_kde
+
     from linlap.solvers.lapsvm_newton import lapsvm_newton
-    from linlap.solvers.s3vm import start_fraction
+    from linlap.solvers.s3vm import blend_fraction, split_fraction, start_fraction
+
+    def valley(f):  # fraction above the lowest KDE point between the two highest modes
+        g = np.linspace(f.min(), f.max(), 601)
+        d = gaussian_kde(f)(g)
+        peaks = np.flatnonzero((d[1:-1] > d[:-2]) & (d[1:-1] >= d[2:])) + 1
+        if peaks.size < 2:
+            return start_fraction(f)[0]  # unimodal: no valley
+        a, b = np.sort(peaks[np.argsort(d[peaks])[-2:]])
+        return np.mean(f > g[a + np.argmin(d[a:b + 1])])
 
     def em(p, pi0, n_iter=200):  # Saerens, Latinne & Decaestecker (2002) prior-shift EM
         pi = pi0
@@ -289,7 +300,8 @@ def prior_estimates(sets, draws, ddir):
             pi = np.mean(a / (a + b))
         return pi
 
-    starts = [("SVM (γ_I=0, γ_A=1e-3)", 0.0, 1e-3), ("LapSVM γ_I=1, γ_A=1e-3", 1.0, 1e-3),
+    starts = [("SVM (γ_I=0, γ_A=1e-3)", 0.0, 1e-3), ("SVM (γ_I=0, γ_A=1e-4)", 0.0, 1e-4),
+              ("LapSVM γ_I=1, γ_A=1e-3", 1.0, 1e-3), ("LapSVM γ_I=1, γ_A=1e-4", 1.0, 1e-4),
               ("LapSVM γ_I=10, γ_A=1e-3", 10.0, 1e-3), ("LapSVM γ_I=10, γ_A=1e-4", 10.0, 1e-4)]
     err = {}
     for name in sets:
@@ -309,12 +321,25 @@ def prior_estimates(sets, draws, ddir):
             pl = np.mean(ys[lab] == 1)
             est = {"'labeled': labeled proportion": pl}
             for sname, gI, gA in starts:
-                f = lapsvm_newton(X, t, lab, graph.laplacian_matvec if gI else None,
-                                  gamma_A=gA, gamma_I=gI, scale=graph.scale_,
+                lap = graph.laplacian_matvec if gI else None
+                f = lapsvm_newton(X, t, lab, lap, gamma_A=gA, gamma_I=gI, scale=graph.scale_,
                                   tol=1e-4).decision[unl, 0]
                 est[f"{sname}: (1 + mean clip(f))/2"] = start_fraction(f)[0]
                 est[f"{sname}: fraction f > 0"] = np.mean(f > 0)
                 est[f"{sname}: prior-shift EM on σ(2f)"] = em(expit(2 * f), pl)
+                est[f"{sname}: KDE valley between the two highest modes"] = valley(f)
+                est[f"{sname}: two-means split"] = split_fraction(f)[0]
+                est[f"{sname}: blend ½[(1 + mean clip(f))/2 + two-means]"] = \
+                    blend_fraction(f)[0]
+                if gI == 1.0 and gA == 1e-3:  # the clipped mean iterated: refit at π̂
+                    p = start_fraction(f)[0]
+                    for _ in range(3):
+                        fb = lapsvm_newton(X, t, lab, lap, gamma_A=gA, gamma_I=gI,
+                                           scale=graph.scale_, tol=1e-4,
+                                           balance=np.array([2 * p - 1]),
+                                           unlabeled_rows=unl).decision[unl, 0]
+                        p = start_fraction(fb)[0]
+                    est[f"{sname}: clipped mean, 3 refits with the balance at π̂"] = p
             Luu = Lc[unl][:, unl].tocsc()
             h = [spsolve(Luu, W[unl][:, lab] @ (ys[lab] == c).astype(float)) for c in (1, 0)]
             est["harmonic function (Zhu et al. 2003): fraction h₊ > h₋"] = np.mean(h[0] > h[1])

@@ -235,10 +235,12 @@ def split_fraction(F_unlabeled, max_iter=100):
     for c in range(F.shape[1]):
         f = F[:, c]
         t = f.mean()
-        if not f.max() > t:
+        if not f.max() > f.min():
             continue
         for _ in range(max_iter):
             up = f > t
+            if up.all() or not up.any():  # round-off at nearly equal values
+                break
             t_new = (f[up].mean() + f[~up].mean()) / 2.0
             if t_new == t:
                 break
