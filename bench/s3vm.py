@@ -89,20 +89,20 @@ def skew(split, pi, seed=0):
 
 
 class StartPrior:
-    """LapS3VMClassifier with the earlier 'predicted' rule, π = (1 + mean clip(f, −1, 1))/2
-    from the decision values f on the unlabeled rows of its own start (the LapSVM of its
-    γ_A, γ_I), passed as class_prior (binary only; the start is fitted once more here, so
-    the fit time includes one extra LapSVM fit)."""
+    """LapS3VMClassifier(**kw) with the earlier 'predicted' rule, π = (1 + mean clip(f, −1,
+    1))/2, f the decision values on the unlabeled rows of LapSVMClassifier(**svm) (the
+    S³VM's own start when svm holds its γ_A, γ_I), passed as class_prior (binary only; the
+    fit time includes that extra LapSVM fit)."""
 
-    def __init__(self, **kw):
-        self.kw = kw
+    def __init__(self, svm, **kw):
+        self.svm, self.kw = svm, kw
 
     def fit(self, X, ys):
         from linlap.solvers.s3vm import start_fraction
 
-        kw = {k: v for k, v in self.kw.items() if k in ("gamma_A", "gamma_I", "graph")}
         unl = ys == -1
-        f = LapSVMClassifier(class_prior=None, **kw).fit(X, ys).decision_function(X[unl])
+        f = (LapSVMClassifier(class_prior=None, graph=self.kw["graph"], **self.svm)
+             .fit(X, ys).decision_function(X[unl]))
         pi = start_fraction(f)[0]
         self.model = LapS3VMClassifier(class_prior=[1 - pi, pi], **self.kw).fit(X, ys)
         return self
@@ -139,10 +139,13 @@ def methods(graph, uniform=False, sweep=False):
          lambda: LapS3VMClassifier(graph=graph)),
         ("LapS3VMClassifier(solver='switching')",
          lambda: LapS3VMClassifier(graph=graph, solver="switching")),
-        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, earlier 'predicted' (start clipped mean)",
-         lambda: StartPrior(gamma_I=0.0, graph=graph, **PLAIN)),
-        ("LapS3VM defaults, earlier 'predicted' (start clipped mean)",
-         lambda: StartPrior(graph=graph)),
+        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, earlier 'predicted' (clipped mean of its start)",
+         lambda: StartPrior(dict(gamma_A=1e-3, gamma_I=0.0), gamma_I=0.0, graph=graph,
+                            **PLAIN)),
+        ("LapS3VMClassifier(), earlier 'predicted' (clipped mean of its start)",
+         lambda: StartPrior(dict(gamma_A=1e-3, gamma_I=1.0), graph=graph)),
+        ("LapS3VMClassifier(), π: clipped mean of LapSVMClassifier() (1e-4, 10)",
+         lambda: StartPrior(dict(gamma_A=1e-4, gamma_I=10.0), graph=graph)),
     ]
     if uniform:
         bal = dict(class_prior=[0.5, 0.5])
