@@ -88,6 +88,29 @@ def skew(split, pi, seed=0):
     return data[keep], y[keep]
 
 
+class StartPrior:
+    """LapS3VMClassifier(**kw) with the earlier 'predicted' rule, π = (1 + mean clip(f, −1,
+    1))/2, f the decision values on the unlabeled rows of LapSVMClassifier(**svm) (the
+    S³VM's own start when svm holds its γ_A, γ_I), passed as class_prior (binary only; the
+    fit time includes that extra LapSVM fit)."""
+
+    def __init__(self, svm, **kw):
+        self.svm, self.kw = svm, kw
+
+    def fit(self, X, ys):
+        from linlap.solvers.s3vm import start_fraction
+
+        unl = ys == -1
+        f = (LapSVMClassifier(class_prior=None, graph=self.kw["graph"], **self.svm)
+             .fit(X, ys).decision_function(X[unl]))
+        pi = start_fraction(f)[0]
+        self.model = LapS3VMClassifier(class_prior=[1 - pi, pi], **self.kw).fit(X, ys)
+        return self
+
+    def predict(self, X):
+        return self.model.predict(X)
+
+
 def methods(graph, uniform=False, sweep=False):
     if sweep:  # diagnostic: the γ_I of the combined model, on test labels
         return [("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph))] + [
@@ -116,6 +139,13 @@ def methods(graph, uniform=False, sweep=False):
          lambda: LapS3VMClassifier(graph=graph)),
         ("LapS3VMClassifier(solver='switching')",
          lambda: LapS3VMClassifier(graph=graph, solver="switching")),
+        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, earlier 'predicted' (clipped mean of its start)",
+         lambda: StartPrior(dict(gamma_A=1e-3, gamma_I=0.0), gamma_I=0.0, graph=graph,
+                            **PLAIN)),
+        ("LapS3VMClassifier(), earlier 'predicted' (clipped mean of its start)",
+         lambda: StartPrior(dict(gamma_A=1e-3, gamma_I=1.0), graph=graph)),
+        ("LapS3VMClassifier(), π: clipped mean of LapSVMClassifier() (1e-4, 10)",
+         lambda: StartPrior(dict(gamma_A=1e-4, gamma_I=10.0), graph=graph)),
     ]
     if uniform:
         bal = dict(class_prior=[0.5, 0.5])
@@ -252,8 +282,19 @@ def prior_estimates(sets, draws, ddir):
     from scipy.sparse.linalg import spsolve
     from scipy.special import expit
 
+    from scipy.stats import gaussian_kde
+
     from linlap.solvers.lapsvm_newton import lapsvm_newton
-    from linlap.solvers.s3vm import start_fraction
+    from linlap.solvers.s3vm import blend_fraction, split_fraction, start_fraction
+
+    def valley(f):  # fraction above the lowest KDE point between the two highest modes
+        g = np.linspace(f.min(), f.max(), 601)
+        d = gaussian_kde(f)(g)
+        peaks = np.flatnonzero((d[1:-1] > d[:-2]) & (d[1:-1] >= d[2:])) + 1
+        if peaks.size < 2:
+            return start_fraction(f)[0]  # unimodal: no valley
+        a, b = np.sort(peaks[np.argsort(d[peaks])[-2:]])
+        return np.mean(f > g[a + np.argmin(d[a:b + 1])])
 
     def em(p, pi0, n_iter=200):  # Saerens, Latinne & Decaestecker (2002) prior-shift EM
         pi = pi0
@@ -262,7 +303,8 @@ def prior_estimates(sets, draws, ddir):
             pi = np.mean(a / (a + b))
         return pi
 
-    starts = [("SVM (γ_I=0, γ_A=1e-3)", 0.0, 1e-3), ("LapSVM γ_I=1, γ_A=1e-3", 1.0, 1e-3),
+    starts = [("SVM (γ_I=0, γ_A=1e-3)", 0.0, 1e-3), ("SVM (γ_I=0, γ_A=1e-4)", 0.0, 1e-4),
+              ("LapSVM γ_I=1, γ_A=1e-3", 1.0, 1e-3), ("LapSVM γ_I=1, γ_A=1e-4", 1.0, 1e-4),
               ("LapSVM γ_I=10, γ_A=1e-3", 10.0, 1e-3), ("LapSVM γ_I=10, γ_A=1e-4", 10.0, 1e-4)]
     err = {}
     for name in sets:
@@ -282,12 +324,25 @@ def prior_estimates(sets, draws, ddir):
             pl = np.mean(ys[lab] == 1)
             est = {"'labeled': labeled proportion": pl}
             for sname, gI, gA in starts:
-                f = lapsvm_newton(X, t, lab, graph.laplacian_matvec if gI else None,
-                                  gamma_A=gA, gamma_I=gI, scale=graph.scale_,
+                lap = graph.laplacian_matvec if gI else None
+                f = lapsvm_newton(X, t, lab, lap, gamma_A=gA, gamma_I=gI, scale=graph.scale_,
                                   tol=1e-4).decision[unl, 0]
                 est[f"{sname}: (1 + mean clip(f))/2"] = start_fraction(f)[0]
                 est[f"{sname}: fraction f > 0"] = np.mean(f > 0)
                 est[f"{sname}: prior-shift EM on σ(2f)"] = em(expit(2 * f), pl)
+                est[f"{sname}: KDE valley between the two highest modes"] = valley(f)
+                est[f"{sname}: two-means split"] = split_fraction(f)[0]
+                est[f"{sname}: blend ½[(1 + mean clip(f))/2 + two-means]"] = \
+                    blend_fraction(f)[0]
+                if gI == 1.0 and gA == 1e-3:  # the clipped mean iterated: refit at π̂
+                    p = start_fraction(f)[0]
+                    for _ in range(3):
+                        fb = lapsvm_newton(X, t, lab, lap, gamma_A=gA, gamma_I=gI,
+                                           scale=graph.scale_, tol=1e-4,
+                                           balance=np.array([2 * p - 1]),
+                                           unlabeled_rows=unl).decision[unl, 0]
+                        p = start_fraction(fb)[0]
+                    est[f"{sname}: clipped mean, 3 refits with the balance at π̂"] = p
             Luu = Lc[unl][:, unl].tocsc()
             h = [spsolve(Luu, W[unl][:, lab] @ (ys[lab] == c).astype(float)) for c in (1, 0)]
             est["harmonic function (Zhu et al. 2003): fraction h₊ > h₋"] = np.mean(h[0] > h[1])

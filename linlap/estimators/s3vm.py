@@ -50,15 +50,23 @@ class LapS3VMClassifier(LinearLapClassifier):
         As in :class:`~linlap.LapRLSClassifier`.
     class_prior : 'predicted', 'labeled', array-like or dict, default='predicted'
         Proportions π of the classes among the unlabeled rows (per one-vs-rest column).
-        'predicted': estimated from the decision values ``f_j`` of the initial LapSVM
-        solve (the start of the annealing or switching, so at no extra cost) on the u
-        unlabeled rows, ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per column (with
-        three or more classes divided by the sum over the classes), clipped to
-        ``[1/u, 1 − 1/u]`` (:func:`linlap.solvers.s3vm.start_fraction`; the
-        squared hinge's pointwise minimiser is ``f = 2 P(y = 1 | x) − 1``, so the mean
-        clipped decision value estimates ``2π − 1``); with ``gamma_I=0`` the start is
-        the plain squared-hinge SVM on the labeled rows, so no graph enters the
-        estimate. 'labeled': the labeled rows' class proportions. Otherwise
+        'predicted', two classes: estimated from the decision values ``g_j`` on the u
+        unlabeled rows of one extra LapSVM fit on the labeled rows with the same
+        γ_I and graph and γ_A / 10 (none if γ_A = 0),
+
+            π = ½ [(1 + (1/u) Σ_j clip(g_j, −1, 1)) / 2 + (1/u) #{j : g_j > t}],
+
+        t the two-means threshold of the g_j (1-D k-means with two clusters,
+        Lloyd's iteration from the mean), clipped to ``[1/u, 1 − 1/u]``
+        (:func:`linlap.solvers.s3vm.blend_fraction`): the mean of the clipped-mean
+        estimate (the squared hinge's pointwise minimiser is
+        ``f = 2 P(y = 1 | x) − 1``) and the share of the upper of two clusters of g.
+        With ``gamma_I=0`` that fit has no graph term. Three or more classes: from
+        the start's decision values ``f_j`` (the initial LapSVM of the annealing or
+        switching, no extra fit), ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per
+        one-vs-rest column, divided by the sum over the classes, clipped to
+        ``[1/u, 1 − 1/u]`` (:func:`linlap.solvers.s3vm.start_fraction`).
+        'labeled': the labeled rows' class proportions. Otherwise
         proportions in the order of ``classes_`` (or a dict class → proportion); every
         proportion must lie strictly between 0 and 1.
     unlabeled : object, default=-1
@@ -85,7 +93,8 @@ class LapS3VMClassifier(LinearLapClassifier):
         The proportion π of positive unlabeled rows the fit kept, per one-vs-rest
         column (the estimate with ``class_prior='predicted'``).
     n_solves_ : int
-        Finite Newton solves of the last fit (the initial LapSVM included).
+        Finite Newton solves of the last fit (the initial LapSVM and, with
+        ``class_prior='predicted'`` on two classes, the estimate's fit included).
     """
 
     def __init__(self, gamma_A=1e-3, gamma_I=1.0, gamma_U=1.0, *, solver="annealing",
@@ -115,7 +124,7 @@ class LapS3VMClassifier(LinearLapClassifier):
 
     def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
         if isinstance(balance, str):
-            pi = "start" if targets.shape[1] == 1 else "start-classes"
+            pi = "blend" if targets.shape[1] == 1 else "start-classes"
         else:
             pi = (np.asarray(balance, dtype=np.float64) + 1.0) / 2.0
             if not np.all((pi > 0) & (pi < 1)):

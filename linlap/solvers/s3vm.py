@@ -9,7 +9,7 @@ one-vs-rest class),
 ``V(t) = max(0, 1 − t)²`` the squared hinge, ``s`` the graph scale, over ``w, b``
 and the unlabeled labels ``p_j ∈ {0, 1}`` (1: row j is positive) subject to the
 class balance ``(1/u) Σ_j p_j = π`` (π the wanted positive proportion, given or
-estimated from the start's decision values: :func:`start_fraction`). Two
+estimated from LapSVM decision values: :func:`start_fraction`, :func:`blend_fraction`). Two
 solvers, both built on the row-weighted finite Newton LapSVM
 (:func:`linlap.solvers.lapsvm_newton.lapsvm_newton` with ``row_weights``):
 
@@ -35,7 +35,12 @@ from ._problem import LinearSolution, check_problem
 from .lapsvm_newton import lapsvm_newton
 
 __all__ = ["s3vm_annealing", "s3vm_switching", "s3vm_objective", "s3vm_problem",
-           "balanced_soft_labels", "start_fraction"]
+           "balanced_soft_labels", "start_fraction", "split_fraction", "blend_fraction"]
+
+
+#: γ_A of the extra LapSVM solve of ``positive_fraction='blend'``, relative to the γ_A of
+#: the S³VM (the estimate is made from a less regularised fit than the start).
+BLEND_GAMMA_A_FACTOR = 0.1
 
 
 def _sq_hinge(t):
@@ -207,6 +212,71 @@ def start_fraction(F_unlabeled, classes=False):
     return np.clip(pi, 1.0 / u, 1.0 - 1.0 / u)
 
 
+def split_fraction(F_unlabeled, max_iter=100):
+    """Fraction of the decision values above the two-means threshold.
+
+    Per column, 1-D two-means clustering of the values ``f_j`` (Lloyd's iteration on
+    the threshold): ``t₀ = mean f``, ``t_{i+1} = (mean{f_j > t_i} + mean{f_j ≤ t_i}) / 2``
+    until ``t`` repeats or after ``max_iter`` updates; returned ``(1/u) #{f_j > t}``.
+    A column whose values are all equal gives ½.
+
+    Parameters
+    ----------
+    F_unlabeled : ndarray of shape (u,) or (u, k)
+    max_iter : int, default=100
+
+    Returns
+    -------
+    pi : ndarray of shape (k,)
+    """
+    F = np.asarray(F_unlabeled, dtype=np.float64)
+    F = F[:, None] if F.ndim == 1 else F
+    out = np.full(F.shape[1], 0.5)
+    for c in range(F.shape[1]):
+        f = F[:, c]
+        t = f.mean()
+        if not f.max() > f.min():
+            continue
+        for _ in range(max_iter):
+            up = f > t
+            if up.all() or not up.any():  # round-off at nearly equal values
+                break
+            t_new = (f[up].mean() + f[~up].mean()) / 2.0
+            if t_new == t:
+                break
+            t = t_new
+        out[c] = np.mean(f > t)
+    return out
+
+
+def blend_fraction(F_unlabeled, classes=False):
+    """Class balance: the mean of the clipped-mean and the two-means estimates.
+
+    ``π = ½ [(1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2 + m(f)]`` per column, ``m(f)`` the
+    fraction above the two-means threshold (:func:`split_fraction`); with
+    ``classes=True`` divided by the sum over the columns; finally clipped to
+    ``[1/u, 1 − 1/u]``. The clipped mean follows the level of f (its intercept), the
+    two-means split the shape of its distribution (where it separates into two
+    groups); their errors partly cancel.
+
+    Parameters
+    ----------
+    F_unlabeled : ndarray of shape (u,) or (u, k)
+    classes : bool, default=False
+
+    Returns
+    -------
+    pi : ndarray of shape (k,)
+    """
+    F = np.asarray(F_unlabeled, dtype=np.float64)
+    F = F[:, None] if F.ndim == 1 else F
+    u = F.shape[0]
+    pi = ((1.0 + np.clip(F, -1.0, 1.0).mean(axis=0)) / 2.0 + split_fraction(F)) / 2.0
+    if classes:
+        pi = pi / pi.sum()
+    return np.clip(pi, 1.0 / u, 1.0 - 1.0 / u)
+
+
 def _mean_entropy(P):
     """Mean binary entropy of P per column, in units of log 2 (1: every p_j = ½)."""
     Q = np.clip(P, 1e-300, 1.0)
@@ -235,14 +305,17 @@ class _Solver:
         self.Y, self.rows = Y, rows
         self.k = Y.shape[1]
         if isinstance(positive_fraction, str):
-            if positive_fraction not in ("start", "start-classes"):
-                raise ValueError(f"positive_fraction must be 'start', 'start-classes' or "
-                                 f"proportions, got {positive_fraction!r}.")
+            if positive_fraction not in ("start", "start-classes", "blend", "blend-classes"):
+                raise ValueError(f"positive_fraction must be 'start', 'start-classes', "
+                                 f"'blend', 'blend-classes' or proportions, got "
+                                 f"{positive_fraction!r}.")
             if balance != "labels":
-                raise ValueError("positive_fraction='start' needs balance='labels' (the "
-                                 "start's decision values would depend on π).")
+                raise ValueError(f"positive_fraction={positive_fraction!r} needs "
+                                 f"balance='labels' (the start's decision values would "
+                                 f"depend on π).")
             self.r = None  # estimated from the start (estimate_fraction)
-            self.classes = positive_fraction == "start-classes"
+            self.classes = positive_fraction.endswith("-classes")
+            self.blend = positive_fraction.startswith("blend")
         else:
             self.r = _check_fraction(positive_fraction, self.k)
         self.X, self.lap = X, laplacian_matvec
@@ -277,9 +350,28 @@ class _Solver:
         return sol
 
     def estimate_fraction(self, sol):
-        """π from the start when asked for ('start'): :func:`start_fraction`."""
-        if self.r is None:
+        """π when asked for: 'start' — :func:`start_fraction` of the start's decision
+        values; 'blend' — :func:`blend_fraction` of those of one more LapSVM solve at
+        ``BLEND_GAMMA_A_FACTOR · γ_A`` (warm-started from the start)."""
+        if self.r is not None:
+            return
+        if not self.blend:
             self.r = start_fraction(sol.decision[self.U], classes=self.classes)
+            return
+        if self.kw["gamma_A"] > 0:
+            kw = dict(self.kw, gamma_A=BLEND_GAMMA_A_FACTOR * self.kw["gamma_A"])
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ConvergenceWarning)
+                est = lapsvm_newton(self.X, self.Y, self.rows, self.lap, tol=self.tol,
+                                    init=sol, **kw)
+            self.warned |= any(issubclass(w.category, ConvergenceWarning) for w in caught)
+            self.n_solves += 1
+            self.newton_steps += est.n_iter
+            self.cg_iter += est.state.get("cg_iter", 0)
+            F = est.decision[self.U]
+        else:  # γ_A = 0: the start is that solve
+            F = sol.decision[self.U]
+        self.r = blend_fraction(F, classes=self.classes)
 
     def costs(self, FU):
         return self.gamma_U * (_sq_hinge(FU) - _sq_hinge(-FU))
@@ -343,8 +435,8 @@ def s3vm_annealing(
     ``J_T`` the S³VM objective (:func:`s3vm_objective`).
 
     Algorithm: start from the LapSVM on the labeled rows alone (``init`` warm-starts
-    it; ``positive_fraction='start'`` estimates π from it); ``T = temperature``. At
-    each T alternate (i) ``p`` for fixed ``f`` in closed
+    it; ``positive_fraction='start'`` or ``'blend'`` estimates π from it);
+    ``T = temperature``. At each T alternate (i) ``p`` for fixed ``f`` in closed
     form (:func:`balanced_soft_labels` with ``g_j = γ_U (V(f_j) − V(−f_j))``) and
     (ii) ``f`` for fixed ``p``: the row-weighted squared-hinge LapSVM of
     :func:`s3vm_problem` by finite Newton, warm-started from the last ``f``. The
@@ -372,12 +464,20 @@ def s3vm_annealing(
         Weights of ``‖w‖²``, the graph term and the unlabeled loss (≥ 0).
     scale : float
         ``s``, the normalisation of the graph term.
-    positive_fraction : float, ndarray of shape (k,), 'start' or 'start-classes'
+    positive_fraction : float, ndarray of shape (k,) or str
+        One of 'start', 'start-classes', 'blend', 'blend-classes', or proportions:
         π per column, in (0, 1). 'start': estimated from the decision values of the
         LapSVM start on the unlabeled rows by :func:`start_fraction`,
-        ``π = (1 + mean_j clip(f_j, −1, 1)) / 2`` (clipped to ``[1/u, 1 − 1/u]``);
-        'start-classes': the same divided by its sum over the columns (one-vs-rest
-        classes) before the clipping. Both need ``balance='labels'``.
+        ``π = (1 + mean_j clip(f_j, −1, 1)) / 2`` (clipped to ``[1/u, 1 − 1/u]``).
+        'blend': one more LapSVM solve on the labeled rows, the same as the start
+        but with γ_A multiplied by ``BLEND_GAMMA_A_FACTOR`` (0.1; warm-started from
+        the start; no extra solve when γ_A = 0), and π from its decision values g
+        on the unlabeled rows by :func:`blend_fraction`,
+        ``π = ½ [(1 + mean_j clip(g_j, −1, 1)) / 2 + #{g_j > t}/u]``, t the
+        two-means threshold of g (:func:`split_fraction`), clipped to
+        ``[1/u, 1 − 1/u]``. '-classes': the estimates divided by their sum over the
+        columns (one-vs-rest classes) before the clipping. All need
+        ``balance='labels'``.
     fit_intercept : bool, default=True
     temperature, annealing_rate : float, default=10, 1.5
         Initial T and its divisor per outer step.
@@ -403,7 +503,7 @@ def s3vm_annealing(
     LinearSolution
         ``n_iter`` is the number of temperatures visited; ``state`` holds ``P`` (the
         final labels, (u, k)), ``positive_fraction`` (π used, (k,)), ``n_solves``
-        (finite Newton runs, the start included),
+        (finite Newton runs, the start and the 'blend' solve included),
         ``newton_steps``, ``cg_iter``, ``start`` (the LapSVM start as
         ``(coef, intercept)``) and ``temperatures``; ``history`` the S³VM objective
         (summed over columns, at the hard labels) after each temperature and after
@@ -515,7 +615,7 @@ def s3vm_switching(
     per column (SVMlin's multi-switch TSVM with the graph term added).
 
     Algorithm: start from the LapSVM on the labeled rows (``init`` warm-starts it;
-    ``positive_fraction='start'`` estimates π from it); label the ``round(π u)``
+    ``positive_fraction='start'`` or ``'blend'`` estimates π from it); label the ``round(π u)``
     unlabeled rows of largest ``f`` positive. Raise the
     unlabeled weight from ``gamma_U_start · γ_U`` by ``annealing_rate`` per stage up
     to γ_U; at each stage alternate a finite Newton solve of the hard-labelled
