@@ -89,26 +89,33 @@ def skew(split, pi, seed=0):
 
 
 class StartPrior:
-    """LapS3VMClassifier(**kw) with the earlier 'predicted' rule, π = (1 + mean clip(f, −1,
-    1))/2, f the decision values on the unlabeled rows of LapSVMClassifier(**svm) (the
-    S³VM's own start when svm holds its γ_A, γ_I), passed as class_prior (binary only; the
-    fit time includes that extra LapSVM fit)."""
+    """LapS3VMClassifier(**kw) with π from the decision values f on the unlabeled rows of
+    LapSVMClassifier(**svm), passed as class_prior (binary only; the fit time includes that
+    extra LapSVM fit): ``rule='start'`` the clipped mean π = (1 + mean clip(f, −1, 1))/2
+    (what 'predicted' does for γ_I = 0, from the S³VM's own start, when svm holds its γ_A,
+    γ_I), ``rule='blend'`` the two-class γ_I > 0 rule (``blend_fraction``; svm with γ_A / 10)."""
 
-    def __init__(self, svm, **kw):
-        self.svm, self.kw = svm, kw
+    def __init__(self, svm, rule="start", **kw):
+        self.svm, self.rule, self.kw = svm, rule, kw
 
     def fit(self, X, ys):
-        from linlap.solvers.s3vm import start_fraction
+        from linlap.solvers.s3vm import blend_fraction, start_fraction
 
         unl = ys == -1
         f = (LapSVMClassifier(class_prior=None, graph=self.kw["graph"], **self.svm)
              .fit(X, ys).decision_function(X[unl]))
-        pi = start_fraction(f)[0]
+        pi = (start_fraction if self.rule == "start" else blend_fraction)(f)[0]
         self.model = LapS3VMClassifier(class_prior=[1 - pi, pi], **self.kw).fit(X, ys)
         return self
 
     def predict(self, X):
         return self.model.predict(X)
+
+
+def _blend0(gamma_A, **kw):
+    """The graph-free S³VM with the two-class γ_I > 0 rule (for comparison)."""
+    return StartPrior(dict(gamma_A=gamma_A / 10, gamma_I=0.0), rule="blend", gamma_I=0.0,
+                      gamma_A=gamma_A, **kw)
 
 
 def methods(graph, uniform=False, sweep=False):
@@ -122,15 +129,16 @@ def methods(graph, uniform=False, sweep=False):
     out = [
         ("LinearSVC (labels only)", None),
         ("LapSVMClassifier (defaults)", lambda: LapSVMClassifier(graph=graph)),
+        ("LapSVMClassifier(gamma_I=10) (defaults when the S³VM tables were measured)",
+         lambda: LapSVMClassifier(gamma_I=10.0, graph=graph)),
         ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'labeled'",
          lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **lab)),
-        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'predicted'",
-         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **pred)),
-        ("S³VM γ_I=0 (1e-2, 0, 10), annealing, 'predicted'",
-         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN_PRED, **pred)),
-        ("S³VM γ_I=0 (1e-2, 0, 10), switching, 'predicted'",
-         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, solver="switching",
-                                   **PLAIN_PRED, **pred)),
+        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, blend rule",
+         lambda: _blend0(graph=graph, **PLAIN)),
+        ("S³VM γ_I=0 (1e-2, 0, 10), annealing, blend rule",
+         lambda: _blend0(graph=graph, **PLAIN_PRED)),
+        ("S³VM γ_I=0 (1e-2, 0, 10), switching, blend rule",
+         lambda: _blend0(graph=graph, solver="switching", **PLAIN_PRED)),
         ("LapS3VM (1e-3, 10, 1), annealing, 'labeled' (old defaults)",
          lambda: LapS3VMClassifier(gamma_I=10.0, graph=graph, **lab)),
         ("LapS3VM (1e-3, 10, 1), annealing, 'predicted'",
@@ -139,9 +147,8 @@ def methods(graph, uniform=False, sweep=False):
          lambda: LapS3VMClassifier(graph=graph)),
         ("LapS3VMClassifier(solver='switching')",
          lambda: LapS3VMClassifier(graph=graph, solver="switching")),
-        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, earlier 'predicted' (clipped mean of its start)",
-         lambda: StartPrior(dict(gamma_A=1e-3, gamma_I=0.0), gamma_I=0.0, graph=graph,
-                            **PLAIN)),
+        ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'predicted' (for γ_I = 0: clipped mean of its start)",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **pred)),
         ("LapS3VMClassifier(), earlier 'predicted' (clipped mean of its start)",
          lambda: StartPrior(dict(gamma_A=1e-3, gamma_I=1.0), graph=graph)),
         ("LapS3VMClassifier(), π: clipped mean of LapSVMClassifier() (1e-4, 10)",

@@ -166,6 +166,21 @@ def test_estimator_predicted_prior(solver, dense):
         np.testing.assert_allclose(m.coef_, sparse_fit.coef_, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dense", [False, True])
+def test_estimator_predicted_prior_without_graph_is_the_start_mean(dense):
+    """gamma_I=0: the clipped mean of the plain SVM start (no extra fit, no split)."""
+    X, y, ys = text_like(n=150, seed=5)
+    ys[np.flatnonzero(y == 1)[3:9]] = 1
+    Xf = X.toarray() if dense else X
+    unl = ys == -1
+    kw = dict(gamma_A=1e-3, gamma_I=0.0, tol=1e-8)
+    svm = LapSVMClassifier(**kw).fit(Xf, ys)  # γ_I = 0: the graph is not used
+    pi = start_fraction(svm.decision_function(Xf[unl]))
+    m = LapS3VMClassifier(class_prior="predicted", **kw).fit(Xf, ys)
+    np.testing.assert_allclose(m.positive_fraction_, pi, rtol=1e-6)
+    assert not np.allclose(pi, blend_fraction(svm.decision_function(Xf[unl])))
+
+
 def test_estimator_predicted_multiclass_and_bad_values():
     X, y, ys = text_like(n=150, classes=3, seed=2)
     m = LapS3VMClassifier(class_prior="predicted", tol=1e-8).fit(X, ys)

@@ -61,11 +61,14 @@ class LapS3VMClassifier(LinearLapClassifier):
         (:func:`linlap.solvers.s3vm.blend_fraction`): the mean of the clipped-mean
         estimate (the squared hinge's pointwise minimiser is
         ``f = 2 P(y = 1 | x) − 1``) and the share of the upper of two clusters of g.
-        With ``gamma_I=0`` that fit has no graph term. Three or more classes: from
-        the start's decision values ``f_j`` (the initial LapSVM of the annealing or
+        With ``gamma_I=0`` (two classes), and for three or more classes: from the
+        start's decision values ``f_j`` (the initial LapSVM of the annealing or
         switching, no extra fit), ``π = (1 + (1/u) Σ_j clip(f_j, −1, 1)) / 2`` per
-        one-vs-rest column, divided by the sum over the classes, clipped to
-        ``[1/u, 1 − 1/u]`` (:func:`linlap.solvers.s3vm.start_fraction`).
+        one-vs-rest column (with three or more classes divided by the sum over the
+        classes), clipped to ``[1/u, 1 − 1/u]``
+        (:func:`linlap.solvers.s3vm.start_fraction`) — without the graph the decision
+        values have a single peak, the two-means split is unreliable, and the blend
+        was measured worse than this clipped mean (bench/RESULTS.md, S³VM section).
         'labeled': the labeled rows' class proportions. Otherwise
         proportions in the order of ``classes_`` (or a dict class → proportion); every
         proportion must lie strictly between 0 and 1.
@@ -94,7 +97,8 @@ class LapS3VMClassifier(LinearLapClassifier):
         column (the estimate with ``class_prior='predicted'``).
     n_solves_ : int
         Finite Newton solves of the last fit (the initial LapSVM and, with
-        ``class_prior='predicted'`` on two classes, the estimate's fit included).
+        ``class_prior='predicted'`` on two classes and ``gamma_I > 0``, the estimate's
+        fit included).
     """
 
     def __init__(self, gamma_A=1e-3, gamma_I=1.0, gamma_U=1.0, *, solver="annealing",
@@ -124,7 +128,10 @@ class LapS3VMClassifier(LinearLapClassifier):
 
     def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
         if isinstance(balance, str):
-            pi = "blend" if targets.shape[1] == 1 else "start-classes"
+            if targets.shape[1] > 1:
+                pi = "start-classes"
+            else:  # graph-free decision values have one peak: no two-means split
+                pi = "blend" if self.gamma_I > 0 else "start"
         else:
             pi = (np.asarray(balance, dtype=np.float64) + 1.0) / 2.0
             if not np.all((pi > 0) & (pi < 1)):
