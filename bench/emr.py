@@ -1,7 +1,8 @@
 """Ensemble manifold regularization and out-of-the-box defaults across corpora.
 
     python bench/emr.py [--data-dir DIR] [--corpora pcmac,20ng,20ng-top,subjects,synthetic]
-                        [--draws 5] [--methods all|name,name,...] [--study]
+                        [--draws 5] [--methods all|name,name,...] [--study] [--gamma-I-sweep]
+                        [--cache-dir DIR]
 
 DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz`` (and
 ``aclImdb_v1_text.tar.xz`` for ``imdb``). Corpora:
@@ -211,6 +212,17 @@ def study_methods(graph, graphs):
     }
 
 
+#: γ_I values of --gamma-I-sweep (γ_A 1e-4, the default graph)
+SWEEP_GAMMA_I = (0.0, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 1000.0)
+
+
+def sweep_methods(graph):
+    """LapRLS on the default graph at fixed γ_I (--gamma-I-sweep; read on test labels)."""
+    return {f"LapRLSClassifier(gamma_I={g:g})":
+            (lambda X, ys, yv, g=g: LapRLSClassifier(gamma_I=g, graph=graph).fit(X, ys))
+            for g in SWEEP_GAMMA_I}
+
+
 def load_with_graph(name, args):
     """The corpus and its exact 50-NN graph, from ``--cache-dir`` when saved there."""
     cache = Path(args.cache_dir) / f"emr_{name}.joblib" if args.cache_dir else None
@@ -231,7 +243,7 @@ def load_with_graph(name, args):
 def run_corpus(name, args):
     X, y, Xt, yt, draw, graph, t_load, t_search = load_with_graph(name, args)
     graphs, _ = candidate_graphs(X, GRID_KP, graph)
-    methods = methods_for(graph, graphs)
+    methods = sweep_methods(graph) if args.gamma_I_sweep else methods_for(graph, graphs)
     if args.study:
         methods.update(study_methods(graph, graphs))
     if args.methods != "all":
@@ -301,6 +313,8 @@ def main():
     ap.add_argument("--methods", default="all",
                     help="';'-separated substrings of method names, or 'all'")
     ap.add_argument("--study", action="store_true", help="also the default-choice candidates")
+    ap.add_argument("--gamma-I-sweep", action="store_true",
+                    help="only LapRLS at γ_I in " + ", ".join(f"{g:g}" for g in SWEEP_GAMMA_I))
     ap.add_argument("--cache-dir", default=None,
                     help="save / reuse each corpus's TF-IDF and 50-NN graph in this folder")
     args = ap.parse_args()
