@@ -203,10 +203,22 @@ def start_fraction(F_unlabeled, classes=False):
     -------
     pi : ndarray of shape (k,)
     """
+    F = _columns(F_unlabeled)
+    return _normalised(_clipped_mean(F), F.shape[0], classes)
+
+
+def _columns(F_unlabeled):
     F = np.asarray(F_unlabeled, dtype=np.float64)
-    F = F[:, None] if F.ndim == 1 else F
-    u = F.shape[0]
-    pi = (1.0 + np.clip(F, -1.0, 1.0).mean(axis=0)) / 2.0
+    return F[:, None] if F.ndim == 1 else F
+
+
+def _clipped_mean(F):
+    """(1 + mean clip(f, −1, 1)) / 2 per column."""
+    return (1.0 + np.clip(F, -1.0, 1.0).mean(axis=0)) / 2.0
+
+
+def _normalised(pi, u, classes):
+    """Divided by the sum over the columns (``classes``), clipped to [1/u, 1 − 1/u]."""
     if classes:
         pi = pi / pi.sum()
     return np.clip(pi, 1.0 / u, 1.0 - 1.0 / u)
@@ -229,8 +241,7 @@ def split_fraction(F_unlabeled, max_iter=100):
     -------
     pi : ndarray of shape (k,)
     """
-    F = np.asarray(F_unlabeled, dtype=np.float64)
-    F = F[:, None] if F.ndim == 1 else F
+    F = _columns(F_unlabeled)
     out = np.full(F.shape[1], 0.5)
     for c in range(F.shape[1]):
         f = F[:, c]
@@ -268,13 +279,8 @@ def blend_fraction(F_unlabeled, classes=False):
     -------
     pi : ndarray of shape (k,)
     """
-    F = np.asarray(F_unlabeled, dtype=np.float64)
-    F = F[:, None] if F.ndim == 1 else F
-    u = F.shape[0]
-    pi = ((1.0 + np.clip(F, -1.0, 1.0).mean(axis=0)) / 2.0 + split_fraction(F)) / 2.0
-    if classes:
-        pi = pi / pi.sum()
-    return np.clip(pi, 1.0 / u, 1.0 - 1.0 / u)
+    F = _columns(F_unlabeled)
+    return _normalised((_clipped_mean(F) + split_fraction(F)) / 2.0, F.shape[0], classes)
 
 
 def _mean_entropy(P):
