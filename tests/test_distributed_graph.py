@@ -59,7 +59,8 @@ def test_exact_equals_single_machine(client, corpus, sparse, tmp_path):
 def thread_client():
     """Two in-process workers: pynndescent is compiled once, in this process, instead of
     once per worker process (minutes on a fresh machine). The process transport is
-    tested with the exact search and by the other modules' tests."""
+    tested with the exact search and by the other modules' tests. Not the default
+    client: fit_graph(client=...) must use the client it is given."""
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=2, processes=False, threads_per_worker=1,

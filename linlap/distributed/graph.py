@@ -295,9 +295,10 @@ def fit_graph(graph, X, *, client=None, sample_size=None, recall_sample=None,
         client = get_client()
 
     futures = []  # released in the end
-    try:
-        return _fit(out, X, client, sample_size, recall_sample, rng, verbose, t_start,
-                    futures)
+    try:  # as current: wait / as_completed / dask compute use this client, not the default
+        with client.as_current():
+            return _fit(out, X, client, sample_size, recall_sample, rng, verbose, t_start,
+                        futures)
     finally:
         for f in futures:
             f.release()

@@ -301,7 +301,8 @@ class DistributedNormalOperator:
         self.power = int(graph.power)
         self.halo_sizes = halo_sizes(parts)
         self._imports = [[o for o, _ in blk.imports] for blk in parts]
-        wait(self._blocks)
+        with self.client.as_current():  # wait() finds the default client otherwise
+            wait(self._blocks)
         who = self.client.who_has(self._blocks)
         futures = []
         with warnings.catch_warnings():

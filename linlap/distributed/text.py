@@ -498,18 +498,19 @@ def hashing_tfidf_blocks(chunks, *, n_features=2**20, sublinear_tf=True, smooth_
         else:
             idf_value, labels = (dask.compute(idf, labels) if return_idf
                                  else (None, labels.compute()))
-    else:
-        if persist:
-            X = client.persist(X)
-        wanted = [labels] + ([idf] if return_idf else [])
-        futures = client.compute(wanted)
-        if verbose:
-            _report(client, label_parts, chunks)
-        results = client.gather(futures)
-        labels, idf_value = results[0], (results[1] if return_idf else None)
-        if persist:
-            from distributed import wait
-            wait(X)
+    else:  # as current: wait / as_completed use this client, not the default one
+        with client.as_current():
+            if persist:
+                X = client.persist(X)
+            wanted = [labels] + ([idf] if return_idf else [])
+            futures = client.compute(wanted)
+            if verbose:
+                _report(client, label_parts, chunks)
+            results = client.gather(futures)
+            labels, idf_value = results[0], (results[1] if return_idf else None)
+            if persist:
+                from distributed import wait
+                wait(X)
     y = np.array(["" if lab is None else lab for lab in labels], dtype=object)
     if y.shape[0] != X.shape[0]:  # pragma: no cover - read_chunk checks each chunk
         raise RuntimeError(f"{y.shape[0]} labels for {X.shape[0]} rows")
