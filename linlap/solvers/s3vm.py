@@ -336,19 +336,21 @@ class _Solver:
         self.n_solves = self.newton_steps = self.cg_iter = 0
         self.warned = False
 
-    def solve(self, P=None, init=None, tol=None):
-        """LapSVM on the labeled rows (P None) or the weighted problem for labels P."""
+    def solve(self, P=None, init=None, tol=None, gamma_A=None):
+        """LapSVM on the labeled rows (P None) or the weighted problem for labels P
+        (``gamma_A``: another γ_A than the S³VM's, for the 'blend' estimate)."""
         tol = self.tol if tol is None else tol
+        kw = self.kw if gamma_A is None else dict(self.kw, gamma_A=gamma_A)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             bal = {} if self.mean is None else dict(balance=self.mean, unlabeled_rows=self.U)
             if P is None:
                 sol = lapsvm_newton(self.X, self.Y, self.rows, self.lap, tol=tol, init=init,
-                                    **bal, **self.kw)
+                                    **bal, **kw)
             else:
                 rows, T, W = s3vm_problem(self.rows, self.Y, self.U, P, self.gamma_U)
                 sol = lapsvm_newton(self.X, T, rows, self.lap, tol=tol, init=init,
-                                    row_weights=W, **bal, **self.kw)
+                                    row_weights=W, **bal, **kw)
         self.warned |= any(issubclass(w.category, ConvergenceWarning) for w in caught)
         self.n_solves += 1
         self.newton_steps += sol.n_iter
@@ -365,15 +367,7 @@ class _Solver:
             self.r = start_fraction(sol.decision[self.U], classes=self.classes)
             return
         if self.kw["gamma_A"] > 0:
-            kw = dict(self.kw, gamma_A=BLEND_GAMMA_A_FACTOR * self.kw["gamma_A"])
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", ConvergenceWarning)
-                est = lapsvm_newton(self.X, self.Y, self.rows, self.lap, tol=self.tol,
-                                    init=sol, **kw)
-            self.warned |= any(issubclass(w.category, ConvergenceWarning) for w in caught)
-            self.n_solves += 1
-            self.newton_steps += est.n_iter
-            self.cg_iter += est.state.get("cg_iter", 0)
+            est = self.solve(init=sol, gamma_A=BLEND_GAMMA_A_FACTOR * self.kw["gamma_A"])
             F = est.decision[self.U]
         else:  # γ_A = 0: the start is that solve
             F = sol.decision[self.U]
