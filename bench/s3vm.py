@@ -149,6 +149,8 @@ def methods(graph, uniform=False, sweep=False):
          lambda: LapS3VMClassifier(graph=graph, solver="switching")),
         ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'predicted' (for γ_I = 0: clipped mean of its start)",
          lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **pred)),
+        ("S³VM γ_I=0 (1e-2, 0, 10), annealing, 'predicted' (clipped mean of its start)",
+         lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN_PRED, **pred)),
         ("LapS3VMClassifier(), earlier 'predicted' (clipped mean of its start)",
          lambda: StartPrior(dict(gamma_A=1e-3, gamma_I=1.0), graph=graph)),
         ("LapS3VMClassifier(), π: clipped mean of LapSVMClassifier() (1e-4, 10)",

@@ -10,7 +10,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from linlap import EMRClassifier, KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.estimators import SCALED_GAMMA_I, scaled_gamma_I
-from linlap.estimators.cv import AUTO_GAMMA_I_GRID, select_gamma_I
+from linlap.estimators.cv import AUTO_GAMMA_I_FACTORS, select_gamma_I
 from linlap.solvers._problem import pm1_targets, predict_index
 
 
@@ -41,9 +41,9 @@ def test_rule_equals_its_formula(sparse):
     X, y, ys, graph = _problem(True, sparse, n=120, d=12, n_classes=3, seed=1)
     lab = np.flatnonzero(ys != -1)
     y_idx = ys[lab]
-    sel = select_gamma_I(X, y_idx, lab, graph, gamma_A=1e-2, tol=1e-12, max_iter=5000,
-                         patience=None)
-    grid = np.array(AUTO_GAMMA_I_GRID)
+    grid = np.array([0.0, 0.1, 1.0, 10.0])
+    sel = select_gamma_I(X, y_idx, lab, graph, gamma_A=1e-2, grid=grid, tol=1e-12,
+                         max_iter=5000, patience=None)
     # dense reference: the same folds, each candidate by the dense normal equations
     Xd = X.toarray() if sparse else X
     Lp, s = graph.laplacian_matrix(), graph.scale_
@@ -65,7 +65,7 @@ def test_rule_equals_its_formula(sparse):
     np.testing.assert_allclose(sel.mean_error, mean)
     np.testing.assert_allclose(sel.threshold, 2 * se)
     # n_se=0: the smallest mean error, ties to the larger γ_I
-    sel0 = select_gamma_I(X, y_idx, lab, graph, gamma_A=1e-2, n_se=0, tol=1e-12,
+    sel0 = select_gamma_I(X, y_idx, lab, graph, gamma_A=1e-2, grid=grid, n_se=0, tol=1e-12,
                           max_iter=5000, patience=None)
     assert sel0.gamma_I == grid[np.flatnonzero(mean == mean.min()).max()]
 
@@ -75,17 +75,20 @@ def test_noise_graph_picks_small_gamma_I(sparse):
     X, y, ys, graph = _problem(False, sparse)
     model = LapRLSClassifier(gamma_I="auto", graph=graph).fit(X, ys)
     sel = model.gamma_I_selection_
-    assert model.gamma_I_ <= 0.1
+    # the candidates are the 'scaled' value (500 C / l = 500 · 2 / 30) times the factors
+    np.testing.assert_allclose(sel.grid, 500 * 2 / 30 * np.array(AUTO_GAMMA_I_FACTORS))
+    assert model.gamma_I_ <= 0.1 * sel.grid[-1]
     assert sel.mean_error[-1] > sel.mean_error[sel.best] + sel.threshold[-1]
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_label_graph_picks_large_gamma_I(sparse):
+def test_label_graph_keeps_the_scaled_gamma_I(sparse):
     X, y, ys, graph = _problem(True, sparse)
     model = LapRLSClassifier(gamma_I="auto", graph=graph).fit(X, ys)
-    assert model.gamma_I_ == 10.0
-    # and the chosen γ_I is what the fit used
-    ref = LapRLSClassifier(gamma_I=10.0, graph=graph).fit(X, ys)
+    scaled = 500 * 2 / 30
+    assert model.gamma_I_ == pytest.approx(scaled)
+    # and the chosen γ_I is what the fit used: the default fit
+    ref = LapRLSClassifier(graph=graph).fit(X, ys)
     np.testing.assert_allclose(model.coef_, ref.coef_)
     sup = LapRLSClassifier(gamma_I=0.0, graph=graph).fit(X, ys)
     assert np.mean(model.transduction_ == y) > np.mean(sup.transduction_ == y) + 0.05
@@ -94,7 +97,7 @@ def test_label_graph_picks_large_gamma_I(sparse):
 def test_lapsvm_auto_uses_the_chosen_gamma_I():
     X, y, ys, graph = _problem(False, True)
     model = LapSVMClassifier(gamma_I="auto", graph=graph).fit(X, ys)
-    assert model.gamma_I_ <= 0.1
+    assert model.gamma_I_ <= 0.1 * 500 * 2 / 30
     ref = LapSVMClassifier(gamma_I=model.gamma_I_, graph=graph).fit(X, ys)
     np.testing.assert_allclose(model.coef_, ref.coef_)
 
@@ -110,7 +113,8 @@ def test_too_few_labels_per_class_keep_the_largest():
     ys = np.full(y.size, -1)
     ys[[0, 1, 59]] = y[[0, 1, 59]]  # one row of class 1: no fold can hold it out
     model = LapRLSClassifier(gamma_I="auto", graph=graph).fit(X, ys)
-    assert model.gamma_I_ == 10.0 and model.gamma_I_selection_.n_splits == 0
+    assert model.gamma_I_ == pytest.approx(500 * 2 / 3)  # the 'scaled' value
+    assert model.gamma_I_selection_.n_splits == 0
 
 
 @pytest.mark.parametrize("params, match", [
@@ -130,9 +134,9 @@ def test_select_gamma_I_validation():
     with pytest.raises(ValueError, match="grid"):
         select_gamma_I(X, ys[lab], lab, graph, gamma_A=1e-4, grid=[-1.0, 1.0])
     with pytest.raises(ValueError, match="n_se"):
-        select_gamma_I(X, ys[lab], lab, graph, gamma_A=1e-4, n_se=-1)
+        select_gamma_I(X, ys[lab], lab, graph, gamma_A=1e-4, grid=[0.0, 1.0], n_se=-1)
     with pytest.raises(ValueError, match="gamma_A"):
-        select_gamma_I(X, ys[lab], lab, graph, gamma_A=0.0)
+        select_gamma_I(X, ys[lab], lab, graph, gamma_A=0.0, grid=[0.0, 1.0])
 
 
 def test_other_estimators_refuse_auto():

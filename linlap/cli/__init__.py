@@ -84,8 +84,9 @@ def build_parser():
                    help="ambient (ridge) weight γ_A (default 1e-4)")
     g.add_argument("--gamma-I", type=_gamma_I_arg, default="scaled", metavar="G",
                    help="intrinsic (graph) weight γ_I: a number, 'scaled' (default: 500 "
-                        "over the labeled documents per class) or 'auto' (chosen by "
-                        "cross-validation of the labeled documents)")
+                        "over the labeled documents per class) or 'auto' (the scaled "
+                        "value or less, chosen by cross-validation of the labeled "
+                        "documents)")
     g.add_argument("--class-prior", default="none", metavar="PRIOR",
                    help="class-balance constraint on the unlabeled rows: none (default), "
                         "labeled (proportions of the labeled rows) or comma-separated "

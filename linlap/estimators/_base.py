@@ -319,9 +319,11 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         if not self._gamma_I_is_auto():
             self.gamma_I_ = self._fixed_gamma_I(labeled_rows.size, int(y_idx.max()) + 1)
             return
-        from .cv import select_gamma_I  # cv.py imports the estimators
+        from .cv import AUTO_GAMMA_I_FACTORS, select_gamma_I  # cv.py imports the estimators
 
+        scaled = scaled_gamma_I(labeled_rows.size, int(y_idx.max()) + 1)
         sel = select_gamma_I(X, y_idx, labeled_rows, graph, gamma_A=self.gamma_A,
+                             grid=[scaled * c for c in AUTO_GAMMA_I_FACTORS],
                              fit_intercept=self.fit_intercept, tol=self.tol,
                              max_iter=self._auto_gamma_I_max_iter or self.max_iter)
         self.gamma_I_selection_ = sel

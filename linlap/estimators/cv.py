@@ -41,7 +41,8 @@ from ..solvers.laprls import laprls_linear
 from ._base import SemiSupervisedMixin, store_params
 from .linear import LapRLSClassifier, LapSVMClassifier
 
-__all__ = ["LapRLSClassifierCV", "LapSVMClassifierCV", "select_gamma_I", "AUTO_GAMMA_I_GRID"]
+__all__ = ["LapRLSClassifierCV", "LapSVMClassifierCV", "select_gamma_I",
+           "AUTO_GAMMA_I_FACTORS"]
 
 
 def _validation_set(est, validation, X, y, labeled_rows, classes):
@@ -108,8 +109,10 @@ def _object_array(values):
 
 
 
-#: the candidates of ``gamma_I='auto'`` (:func:`select_gamma_I`)
-AUTO_GAMMA_I_GRID = (0.0, 0.1, 1.0, 10.0)
+#: the candidates of ``gamma_I='auto'`` (:func:`select_gamma_I`), as multiples of the
+#: 'scaled' value (:func:`linlap.estimators.scaled_gamma_I`): 'auto' keeps the default
+#: weight unless cross-validation shows that a smaller one is better
+AUTO_GAMMA_I_FACTORS = (0.0, 0.01, 0.1, 1.0)
 
 
 class GammaISelection:
@@ -148,7 +151,7 @@ class GammaISelection:
                 f"mean_error={np.round(self.mean_error, 4).tolist()}, n_splits={self.n_splits})")
 
 
-def select_gamma_I(X, y_idx, labeled_rows, graph, *, gamma_A, grid=AUTO_GAMMA_I_GRID, cv=3,
+def select_gamma_I(X, y_idx, labeled_rows, graph, *, gamma_A, grid, cv=3,
                    n_se=2.0, fit_intercept=True, tol=1e-4, max_iter=1000, patience=4,
                    random_state=0):
     """Choose γ_I by cross-validation of the labeled rows, preferring the largest within
@@ -192,8 +195,9 @@ def select_gamma_I(X, y_idx, labeled_rows, graph, *, gamma_A, grid=AUTO_GAMMA_I_
     graph : fitted KNNGraph
     gamma_A : float
         γ_A (> 0) of every candidate.
-    grid : sequence of float, default=(0, 0.1, 1, 10)
-        Candidate γ_I values (≥ 0).
+    grid : sequence of float
+        Candidate γ_I values (≥ 0). ``gamma_I='auto'`` passes the 'scaled' value times
+        ``AUTO_GAMMA_I_FACTORS`` = (0, 0.01, 0.1, 1).
     cv : int, default=3
     n_se : float, default=2.0
         Tolerance of the rule, in standard errors (≥ 0; 0: the smallest mean error,

@@ -32,15 +32,15 @@ class LapRLSClassifier(LinearLapClassifier):
         per class (20 at 25 per class, 100 at 5 per class, 1 at 500 per class;
         :func:`linlap.estimators.scaled_gamma_I`): because the loss is averaged over the
         labeled rows, a fixed γ_I would let the graph override many labels as strongly as
-        a few. 'auto': chosen from (0, 0.1, 1, 10) by 3-fold cross-validation of the
-        labeled rows on the same graph — the largest candidate whose held-out error is
+        a few. 'auto': the 'scaled' value unless the labels say the graph should weigh
+        less — chosen from 'scaled' × (0, 0.01, 0.1, 1) by 3-fold cross-validation of
+        the labeled rows on the same graph, the largest candidate whose held-out error is
         within two standard errors (of the paired per-row differences) of the smallest
-        (:func:`linlap.estimators.cv.select_gamma_I`, which states the exact rule); costs
-        about ``3 × (number of γ_I > 0)`` early-stopped solves more than a fit, needs
-        ``gamma_A > 0``, and the class-balance constraint is not used by the selection.
-        Its grid is fixed: with fewer than 50 labels per class 'scaled' gives more than
-        its largest candidate, and on such corpora (20 Newsgroups at 5 labels per class)
-        the default measured better. The fitted value is ``gamma_I_``.
+        (:func:`linlap.estimators.cv.select_gamma_I`, which states the exact rule). A
+        guard for graphs that do not follow the classes (sentiment, short texts); costs
+        about ``3 × 3`` early-stopped solves more than a fit, needs ``gamma_A > 0``, and
+        the class-balance constraint is not used by the selection. The fitted value is
+        ``gamma_I_``.
     graph : KNNGraph or None, default=None
         The document graph. None builds ``KNNGraph()`` on X (with k capped at n − 1).
         An unfitted KNNGraph is fitted on X (a copy; the parameter is not changed);
