@@ -1,7 +1,7 @@
 """Ensemble manifold regularization and out-of-the-box defaults across corpora.
 
     python bench/emr.py [--data-dir DIR] [--corpora pcmac,20ng,20ng-top,subjects,synthetic]
-                        [--draws 5] [--methods all|name,name,...] [--study] [--gamma-I-sweep]
+                        [--draws 5] [--methods all|name,name,...] [--study] [--gamma-I-sweep] [--k-sweep]
                         [--cache-dir DIR]
 
 DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz`` (and
@@ -223,6 +223,19 @@ def sweep_methods(graph):
             for g in SWEEP_GAMMA_I}
 
 
+#: neighbourhood sizes of --k-sweep (subgraphs of the exact 50-NN graph)
+SWEEP_K = (10, 20, 30, 50)
+
+
+def k_sweep_methods(graph):
+    """LapRLSClassifier() on the k-NN subgraphs of the default graph (--k-sweep; read on
+    test labels)."""
+    return {f"LapRLSClassifier(), k={k}":
+            (lambda X, ys, yv, g=(graph.subgraph(k) if k < graph.n_neighbors else graph):
+             LapRLSClassifier(graph=g).fit(X, ys))
+            for k in SWEEP_K}
+
+
 def load_with_graph(name, args):
     """The corpus and its exact 50-NN graph, from ``--cache-dir`` when saved there."""
     cache = Path(args.cache_dir) / f"emr_{name}.joblib" if args.cache_dir else None
@@ -243,7 +256,8 @@ def load_with_graph(name, args):
 def run_corpus(name, args):
     X, y, Xt, yt, draw, graph, t_load, t_search = load_with_graph(name, args)
     graphs, _ = candidate_graphs(X, GRID_KP, graph)
-    methods = sweep_methods(graph) if args.gamma_I_sweep else methods_for(graph, graphs)
+    methods = (sweep_methods(graph) if args.gamma_I_sweep else
+               k_sweep_methods(graph) if args.k_sweep else methods_for(graph, graphs))
     if args.study:
         methods.update(study_methods(graph, graphs))
     if args.methods != "all":
@@ -315,6 +329,9 @@ def main():
     ap.add_argument("--study", action="store_true", help="also the default-choice candidates")
     ap.add_argument("--gamma-I-sweep", action="store_true",
                     help="only LapRLS at γ_I in " + ", ".join(f"{g:g}" for g in SWEEP_GAMMA_I))
+    ap.add_argument("--k-sweep", action="store_true",
+                    help="only LapRLSClassifier() on the k-NN subgraph, k in "
+                         + ", ".join(map(str, SWEEP_K)))
     ap.add_argument("--cache-dir", default=None,
                     help="save / reuse each corpus's TF-IDF and 50-NN graph in this folder")
     args = ap.parse_args()
