@@ -40,8 +40,8 @@ class LapS3VMClassifier(LinearLapClassifier):
         ``bench/s3vm.py --select --class-prior predicted``).
     solver : {'annealing', 'switching'}, default='annealing'
         'annealing': deterministic annealing (Sindhwani & Keerthi 2006) — soft labels
-        ``p_j`` with an entropy term at temperature T, from T = 10 divided by 1.5 per
-        step until the labels are nearly hard; each step alternates closed-form
+        ``p_j`` with an entropy term at temperature T, from T = γ_U divided by 1.5
+        per step until the labels are nearly hard; each step alternates closed-form
         labels with a row-weighted finite Newton LapSVM solve, warm-started
         (:func:`linlap.solvers.s3vm.s3vm_annealing`). 'switching': multi-switch
         label swapping with γ_U raised from γ_U/100 by 1.5 per stage
