@@ -183,6 +183,22 @@ def test_balance_holds(solver):
         assert np.all(np.minimum(P, 1 - P).mean(axis=0) < 0.01)  # annealed to hard labels
 
 
+def test_annealing_starts_at_gamma_U():
+    X, L, labeled, unlabeled, T, _ = problem(n=60, k=2, seed=7)
+    kw = dict(gamma_A=1e-3, gamma_I=0.5, scale=1 / np.trace(L), positive_fraction=0.5)
+    for gamma_U in (0.5, 4.0):
+        temps = s3vm_annealing(X, T, labeled, unlabeled, lambda F: L @ F, gamma_U=gamma_U,
+                               **kw).state["temperatures"]
+        assert temps[0] == gamma_U
+        np.testing.assert_allclose(np.diff(np.log(temps)), -np.log(1.5))
+    sol = s3vm_annealing(X, T, labeled, unlabeled, lambda F: L @ F, gamma_U=1.0,
+                         temperature=10.0, **kw)
+    assert sol.state["temperatures"][0] == 10.0
+    with pytest.raises(ValueError, match="temperature"):
+        s3vm_annealing(X, T, labeled, unlabeled, lambda F: L @ F, gamma_U=1.0,
+                       temperature=0.0, **kw)
+
+
 def test_mean_balance_and_limited_switches():
     X, L, labeled, unlabeled, T, _ = problem(n=60, k=2, seed=8)
     r = np.array([0.3, 0.6])

@@ -316,12 +316,13 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
     def _select_gamma_I(self, X, y_idx, labeled_rows, graph):
         """Set ``gamma_I_`` (the γ_I the solver uses) and ``gamma_I_selection_``."""
         self.gamma_I_selection_ = None
+        n_classes = int(y_idx.max()) + 1
         if not self._gamma_I_is_auto():
-            self.gamma_I_ = self._fixed_gamma_I(labeled_rows.size, int(y_idx.max()) + 1)
+            self.gamma_I_ = self._fixed_gamma_I(labeled_rows.size, n_classes)
             return
         from .cv import AUTO_GAMMA_I_FACTORS, select_gamma_I  # cv.py imports the estimators
 
-        scaled = scaled_gamma_I(labeled_rows.size, int(y_idx.max()) + 1)
+        scaled = scaled_gamma_I(labeled_rows.size, n_classes)
         sel = select_gamma_I(X, y_idx, labeled_rows, graph, gamma_A=self.gamma_A,
                              grid=[scaled * c for c in AUTO_GAMMA_I_FACTORS],
                              fit_intercept=self.fit_intercept, tol=self.tol,
