@@ -1,8 +1,8 @@
 """Ensemble manifold regularization and out-of-the-box defaults across corpora.
 
     python bench/emr.py [--data-dir DIR] [--corpora pcmac,20ng,20ng-top,subjects,synthetic]
-                        [--draws 5] [--methods all|name,name,...] [--study] [--gamma-I-sweep] [--k-sweep]
-                        [--cache-dir DIR]
+                        [--draws 5] [--methods all|name,name,...] [--study] [--gamma-I-sweep]
+                        [--k-sweep] [--cache-dir DIR]
 
 DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz`` (and
 ``aclImdb_v1_text.tar.xz`` for ``imdb``). Corpora:

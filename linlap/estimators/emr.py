@@ -337,7 +337,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
         labeled, _, _, y_idx = base._check_labels(y)  # the base's own label rules
-        T = pm1_targets(y_idx, int(y_idx.max()) + 1)
+        n_classes = int(y_idx.max()) + 1
+        T = pm1_targets(y_idx, n_classes)
         n = X.shape[0]
         t0 = time.perf_counter()
         spec = DEFAULT_CANDIDATES if self.candidates is None else self.candidates
@@ -353,7 +354,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             if est.gamma_I != "scaled":
                 raise ValueError(f"EMRClassifier needs its estimator's gamma_I to be a "
                                  f"number or 'scaled', not {est.gamma_I!r}.")
-            est.set_params(gamma_I=scaled_gamma_I(labeled.size, int(y_idx.max()) + 1))
+            est.set_params(gamma_I=scaled_gamma_I(labeled.size, n_classes))
         gamma_A, gamma_I = float(est.gamma_A), float(est.gamma_I)
         fit_state = {}
 

@@ -436,8 +436,8 @@ def s3vm_annealing(
 
     Algorithm: start from the LapSVM on the labeled rows alone (``init`` warm-starts
     it; ``positive_fraction='start'`` or ``'blend'`` estimates π from it);
-    ``T = temperature`` (default γ_U). At each T alternate (i) ``p`` for fixed ``f`` in closed
-    form (:func:`balanced_soft_labels` with ``g_j = γ_U (V(f_j) − V(−f_j))``) and
+    ``T = temperature`` (default γ_U). At each T alternate (i) ``p`` for fixed ``f`` in
+    closed form (:func:`balanced_soft_labels` with ``g_j = γ_U (V(f_j) − V(−f_j))``) and
     (ii) ``f`` for fixed ``p``: the row-weighted squared-hinge LapSVM of
     :func:`s3vm_problem` by finite Newton, warm-started from the last ``f``. The
     alternation at one T stops when the new ``p`` is within ``kl_tol`` (mean binary
@@ -515,8 +515,8 @@ def s3vm_annealing(
         (summed over columns, at the hard labels) after each temperature and after
         the final ``T = 0`` step.
     """
-    if not ((temperature is None or temperature > 0) and annealing_rate > 1 and entropy_tol > 0 and kl_tol > 0
-            and max_outer >= 1 and max_inner >= 1):
+    if not ((temperature is None or temperature > 0) and annealing_rate > 1
+            and entropy_tol > 0 and kl_tol > 0 and max_outer >= 1 and max_inner >= 1):
         raise ValueError("temperature, entropy_tol and kl_tol must be > 0, annealing_rate "
                          "> 1, max_outer and max_inner >= 1.")
     S = _Solver(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, gamma_A, gamma_I,
