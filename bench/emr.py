@@ -2,7 +2,7 @@
 
     python bench/emr.py [--data-dir DIR] [--corpora pcmac,20ng,20ng-top,subjects,synthetic]
                         [--draws 5] [--methods all|name,name,...] [--study] [--gamma-I-sweep]
-                        [--k-sweep] [--cache-dir DIR]
+                        [--gamma-A-sweep] [--k-sweep] [--cache-dir DIR]
 
 DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz`` (and
 ``aclImdb_v1_text.tar.xz`` for ``imdb``). Corpora:
@@ -50,10 +50,13 @@ from linlap.text import make_vectorizer
 
 SEARCH_K = 50
 AUTO = "LapRLSClassifier(gamma_I='auto')"
-DEFAULT = "LapRLSClassifier() (defaults: gamma_I='scaled' = 500 C / l)"
-PREVIOUS = "LapRLSClassifier(gamma_I=10) (previous defaults)"
+DEFAULT = "LapRLSClassifier() (defaults: gamma_A, gamma_I 'scaled')"
+SCALED_I = "LapRLSClassifier(gamma_A=1e-4) (previous defaults: gamma_I 'scaled')"
+PREVIOUS = "LapRLSClassifier(gamma_A=1e-4, gamma_I=10) (first defaults)"
 #: γ_I of the rows measured before gamma_I='scaled' became the default (EMR, single graphs)
 G10 = 10.0
+#: γ_A of every row measured before gamma_A='scaled' became the default
+GA4 = 1e-4
 EMR = "EMRClassifier() (default candidates: k 50 × p {1, 2, 5, 8}, γ_I 'scaled')"
 EMR10 = "EMRClassifier(LapRLSClassifier(gamma_I=10)) (candidates k 50 × p {1, 2, 5, 8})"
 #: the first candidate grid tried (k 10 and 50 mixed); EMRClassifier() uses L^p, p 1, 2, 5, 8
@@ -154,20 +157,25 @@ def methods_for(graph, graphs):
     m = {
         DEFAULT:
             lambda X, ys, yv: LapRLSClassifier(graph=graph).fit(X, ys),
+        SCALED_I:
+            lambda X, ys, yv: LapRLSClassifier(gamma_A=GA4, graph=graph).fit(X, ys),
         PREVIOUS:
-            lambda X, ys, yv: LapRLSClassifier(gamma_I=G10, graph=graph).fit(X, ys),
-        "LapSVMClassifier() (defaults: gamma_I='scaled')":
+            lambda X, ys, yv: LapRLSClassifier(gamma_A=GA4, gamma_I=G10, graph=graph).fit(X, ys),
+        "LapSVMClassifier() (defaults: gamma_A, gamma_I 'scaled')":
             lambda X, ys, yv: LapSVMClassifier(graph=graph).fit(X, ys),
-        "LapSVMClassifier(gamma_I=10) (previous defaults)":
-            lambda X, ys, yv: LapSVMClassifier(gamma_I=G10, graph=graph).fit(X, ys),
+        "LapSVMClassifier(gamma_A=1e-4) (previous defaults: gamma_I 'scaled')":
+            lambda X, ys, yv: LapSVMClassifier(gamma_A=GA4, graph=graph).fit(X, ys),
+        "LapSVMClassifier(gamma_A=1e-4, gamma_I=10) (first defaults)":
+            lambda X, ys, yv: LapSVMClassifier(gamma_A=GA4, gamma_I=G10, graph=graph).fit(X, ys),
         "EMRClassifier(LapRLSClassifier(gamma_I=10)), candidates k {10, 50} × p {1, 5}":
-            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_I=G10), graph=graph,
+            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_A=GA4, gamma_I=G10), graph=graph,
                                             candidates=GRID_KP).fit(X, ys),
         "EMRClassifier(LapSVMClassifier(gamma_I=10)), candidates k {10, 50} × p {1, 5}":
-            lambda X, ys, yv: EMRClassifier(LapSVMClassifier(gamma_I=G10), graph=graph,
+            lambda X, ys, yv: EMRClassifier(LapSVMClassifier(gamma_A=GA4, gamma_I=G10), graph=graph,
                                             candidates=GRID_KP).fit(X, ys),
         "best single graph of k {10, 50} × p {1, 5}, γ_I 10 (validation labels)":
-            best_single_graph(graphs, lambda g: LapRLSClassifier(gamma_I=G10, graph=g)),
+            best_single_graph(graphs, lambda g: LapRLSClassifier(gamma_A=GA4, gamma_I=G10,
+                                                                 graph=g)),
         "LapRLSClassifierCV(cv=3) 7×7 γ grid":
             lambda X, ys, yv: LapRLSClassifierCV(graph=graph, cv=3).fit(X, ys),
         "LinearSVC (labels only)":
@@ -189,9 +197,9 @@ def study_methods(graph, graphs):
         "best single graph of k 50 × p {1, 2, 5, 8}, γ_I 10 (validation labels)":
             lambda X, ys, yv: best_single_graph(
                 [graph.with_laplacian(power=p) for p in (1, 2, 5, 8)],
-                lambda g: LapRLSClassifier(gamma_I=G10, graph=g))(X, ys, yv),
+                lambda g: LapRLSClassifier(gamma_A=GA4, gamma_I=G10, graph=g))(X, ys, yv),
         EMR10:
-            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_I=G10),
+            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_A=GA4, gamma_I=G10),
                                             graph=graph).fit(X, ys),
         "best single graph of k 50 × p {1, 2, 5, 8}, γ_I 'scaled' (validation labels)":
             lambda X, ys, yv: best_single_graph(
@@ -200,9 +208,11 @@ def study_methods(graph, graphs):
         EMR:
             lambda X, ys, yv: EMRClassifier(graph=graph).fit(X, ys),
         "LapRLSClassifier(gamma_I=1)":
-            lambda X, ys, yv: LapRLSClassifier(gamma_I=1.0, graph=graph).fit(X, ys),
+            lambda X, ys, yv: LapRLSClassifier(gamma_A=GA4, gamma_I=1.0,
+                                               graph=graph).fit(X, ys),
         "EMRClassifier(LapRLSClassifier(gamma_I=1)), candidates k {10, 50} × p {1, 5}":
-            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_I=1.0), graph=graph,
+            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(gamma_A=GA4, gamma_I=1.0),
+                                            graph=graph,
                                             candidates=GRID_KP).fit(X, ys),
         AUTO:
             lambda X, ys, yv: LapRLSClassifier(gamma_I="auto", graph=graph).fit(X, ys),
@@ -219,8 +229,21 @@ SWEEP_GAMMA_I = (0.0, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 1000.0)
 def sweep_methods(graph):
     """LapRLS on the default graph at fixed γ_I (--gamma-I-sweep; read on test labels)."""
     return {f"LapRLSClassifier(gamma_I={g:g})":
-            (lambda X, ys, yv, g=g: LapRLSClassifier(gamma_I=g, graph=graph).fit(X, ys))
+            (lambda X, ys, yv, g=g: LapRLSClassifier(gamma_A=GA4, gamma_I=g,
+                                                     graph=graph).fit(X, ys))
             for g in SWEEP_GAMMA_I}
+
+
+#: γ_A values of --gamma-A-sweep (γ_I 'scaled', the default graph)
+SWEEP_GAMMA_A = (1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
+
+
+def gamma_A_sweep_methods(graph):
+    """LapRLS on the default graph at fixed γ_A, γ_I 'scaled' (--gamma-A-sweep; read on
+    test labels)."""
+    return {f"LapRLSClassifier(gamma_A={g:g})":
+            (lambda X, ys, yv, g=g: LapRLSClassifier(gamma_A=g, graph=graph).fit(X, ys))
+            for g in SWEEP_GAMMA_A}
 
 
 #: neighbourhood sizes of --k-sweep (subgraphs of the exact 50-NN graph)
@@ -228,11 +251,11 @@ SWEEP_K = (10, 20, 30, 50)
 
 
 def k_sweep_methods(graph):
-    """LapRLSClassifier() on the k-NN subgraphs of the default graph (--k-sweep; read on
-    test labels)."""
-    return {f"LapRLSClassifier(), k={k}":
+    """LapRLSClassifier(gamma_A=1e-4) on the k-NN subgraphs of the default graph (--k-sweep;
+    read on test labels)."""
+    return {f"LapRLSClassifier(gamma_A=1e-4), k={k}":
             (lambda X, ys, yv, g=(graph.subgraph(k) if k < graph.n_neighbors else graph):
-             LapRLSClassifier(graph=g).fit(X, ys))
+             LapRLSClassifier(gamma_A=GA4, graph=g).fit(X, ys))
             for k in SWEEP_K}
 
 
@@ -257,6 +280,7 @@ def run_corpus(name, args):
     X, y, Xt, yt, draw, graph, t_load, t_search = load_with_graph(name, args)
     graphs, _ = candidate_graphs(X, GRID_KP, graph)
     methods = (sweep_methods(graph) if args.gamma_I_sweep else
+               gamma_A_sweep_methods(graph) if args.gamma_A_sweep else
                k_sweep_methods(graph) if args.k_sweep else methods_for(graph, graphs))
     if args.study:
         methods.update(study_methods(graph, graphs))
@@ -329,6 +353,8 @@ def main():
     ap.add_argument("--study", action="store_true", help="also the default-choice candidates")
     ap.add_argument("--gamma-I-sweep", action="store_true",
                     help="only LapRLS at γ_I in " + ", ".join(f"{g:g}" for g in SWEEP_GAMMA_I))
+    ap.add_argument("--gamma-A-sweep", action="store_true",
+                    help="only LapRLS at γ_A in " + ", ".join(f"{g:g}" for g in SWEEP_GAMMA_A))
     ap.add_argument("--k-sweep", action="store_true",
                     help="only LapRLSClassifier() on the k-NN subgraph, k in "
                          + ", ".join(map(str, SWEEP_K)))

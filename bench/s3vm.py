@@ -1,7 +1,7 @@
 """Laplacian S³VM (graph + low-density separation) against LapSVM, the graph-free S³VM
 (deterministic annealing and multi-switch TSVM) and LinearSVC on binary text.
 
-    python bench/s3vm.py [--data-dir DIR] [--draws 10] [--sets pcmac,graphics-windows,...]
+    python bench/s3vm.py [--data-dir DIR] [--draws 10] [--sets pcmac,graphics-windows,...] [--rows ...]
     python bench/s3vm.py --select [--draws 10] [--class-prior predicted]
     python bench/s3vm.py --multiclass --data-dir DIR [--draws 3]
     python bench/s3vm.py --memory 100000
@@ -51,7 +51,10 @@ PAIRS = {
 }
 N_LABELS = 50
 #: the row every fit time is divided by
-LAPSVM = "LapSVMClassifier() (defaults: gamma_I='scaled')"
+LAPSVM = "LapSVMClassifier() (defaults: gamma_A, gamma_I 'scaled')"
+#: the LapSVM rows of the earlier defaults (γ_A 1e-4; γ_I 'scaled', then 10)
+LAPSVM_A4 = "LapSVMClassifier(gamma_A=1e-4) (previous default: gamma_I 'scaled')"
+LAPSVM_FIRST = "LapSVMClassifier(gamma_A=1e-4, gamma_I=10) (the first default)"
 #: γ_A, γ_U of the graph-free S³VM rows, chosen by --select (γ_I = 0 family) with
 #: class_prior='labeled' (PLAIN) and with class_prior='predicted' (PLAIN_PRED).
 PLAIN = dict(gamma_A=1e-3, gamma_U=1.0)
@@ -131,8 +134,8 @@ def methods(graph, uniform=False, sweep=False):
     out = [
         ("LinearSVC (labels only)", None),
         (LAPSVM, lambda: LapSVMClassifier(graph=graph)),
-        ("LapSVMClassifier(gamma_I=10) (the previous default)",
-         lambda: LapSVMClassifier(gamma_I=10.0, graph=graph)),
+        (LAPSVM_A4, lambda: LapSVMClassifier(gamma_A=1e-4, graph=graph)),
+        (LAPSVM_FIRST, lambda: LapSVMClassifier(gamma_A=1e-4, gamma_I=10.0, graph=graph)),
         ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'labeled'",
          lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **lab)),
         ("S³VM γ_I=0 (1e-3, 0, 1), annealing, blend rule",
@@ -169,6 +172,18 @@ def methods(graph, uniform=False, sweep=False):
     return out
 
 
+#: ';'-separated substrings of the rows to run (--rows); None: every row
+ROWS = None
+
+
+def selected(ms):
+    """The rows of ``ms`` that --rows asks for (the LapSVM row always: the time base)."""
+    if ROWS is None:
+        return ms
+    want = [w.strip().lower() for w in ROWS.split(";")]
+    return [(m, f) for m, f in ms if m == LAPSVM or any(w in m.lower() for w in want)]
+
+
 def fit(make, X, ys):
     if make is None:
         lab = ys != -1
@@ -191,7 +206,7 @@ def run_set(name, draws, ddir, uniform, sweep=False):
           f"{X.shape[1]} terms, {draws} draws\n")
     print(f"graph ({graph.n_neighbors}-NN, {graph.algorithm_}) {t_graph:.1f} s, shared, not "
           f"in the fit times\n")
-    ms = methods(graph, uniform, sweep)
+    ms = selected(methods(graph, uniform, sweep))
     warm = mask_labels(y, N_LABELS, random_state=10**6)
     for _, make in ms:  # JIT warm-up, untimed
         fit(make, X, warm)
@@ -231,6 +246,7 @@ def multiclass(draws, ddir):
           f"{time.perf_counter() - t:.1f} s (shared, not in the fit times)\n")
     lab = dict(class_prior="labeled")
     ms = [(LAPSVM, lambda: LapSVMClassifier(graph=graph)),
+          (LAPSVM_A4, lambda: LapSVMClassifier(gamma_A=1e-4, graph=graph)),
           ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'labeled'",
            lambda: LapS3VMClassifier(gamma_I=0.0, graph=graph, **PLAIN, **lab)),
           ("S³VM γ_I=0 (1e-3, 0, 1), annealing, 'predicted'",
@@ -239,6 +255,7 @@ def multiclass(draws, ddir):
            lambda: LapS3VMClassifier(graph=graph, **lab)),
           ("LapS3VMClassifier() (defaults: (1e-3, 1, 1), 'predicted')",
            lambda: LapS3VMClassifier(graph=graph))]
+    ms = selected(ms)
     small = KNNGraph(random_state=0).fit(X[:1000])  # JIT warm-up on 1,000 rows, untimed
     warm = mask_labels(y[:1000], 40, random_state=0)
     for est in (LapSVMClassifier(graph=small), LapS3VMClassifier(graph=small)):
@@ -430,7 +447,12 @@ def main():
     ap.add_argument("--gamma-I-sweep", action="store_true",
                     help="diagnostic: LapS3VMClassifier test error against γ_I (test labels: "
                          "not a way to choose γ_I)")
+    ap.add_argument("--rows", default=None,
+                    help="only the rows whose names contain one of these ';'-separated "
+                         "substrings (and the LapSVMClassifier() row, the time base)")
     args = ap.parse_args()
+    global ROWS
+    ROWS = args.rows
     warnings.simplefilter("ignore")
     if args.select:
         select(args.draws, args.class_prior)

@@ -58,7 +58,7 @@ def test_empty_documents_are_isolated_and_get_the_intercept(Est, sparse):
         g = clf.graph_
         Xd = Xe.toarray() if sparse else Xe
         T = np.where(y_semi[lab] == 1, 1.0, -1.0)[:, None]
-        ref = dense_solution(Xd, g.laplacian_matrix().toarray(), lab, T, clf.gamma_A,
+        ref = dense_solution(Xd, g.laplacian_matrix().toarray(), lab, T, clf.gamma_A_,
                              clf.gamma_I_, g.scale_)
         np.testing.assert_allclose(clf.coef_[0], ref[:-1, 0], rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(clf.intercept_[0], ref[-1, 0], rtol=1e-5, atol=1e-7)

@@ -223,13 +223,32 @@ def test_gamma_I_option_takes_numbers_and_names(value, parsed):
     assert build_parser().parse_args(["fit", "x.csv", "--model", "m"]).gamma_I == "scaled"
 
 
+@pytest.mark.parametrize("value, parsed", [("scaled", "scaled"), ("3e-4", 3e-4), ("0", 0.0)])
+def test_gamma_A_option_takes_numbers_and_scaled(value, parsed):
+    from linlap.cli import build_parser
+
+    args = build_parser().parse_args(["fit", "x.csv", "--model", "m", "--gamma-A", value])
+    assert args.gamma_A == parsed
+    assert build_parser().parse_args(["fit", "x.csv", "--model", "m"]).gamma_A == "scaled"
+
+
+@pytest.mark.parametrize("option", ["--gamma-I", "--gamma-A"])
 @pytest.mark.parametrize("value", ["banana", "-1", "inf", "nan"])
-def test_gamma_I_option_refuses_bad_values(value, capsys):
+def test_gamma_options_refuse_bad_values(option, value, capsys):
     from linlap.cli import build_parser
 
     with pytest.raises(SystemExit) as exc:
-        build_parser().parse_args(["fit", "x.csv", "--model", "m", "--gamma-I", value])
-    assert exc.value.code == 2 and "--gamma-I" in capsys.readouterr().err
+        build_parser().parse_args(["fit", "x.csv", "--model", "m", option, value])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and option in err and "Traceback" not in err
+
+
+def test_gamma_A_option_refuses_auto(capsys):
+    from linlap.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["fit", "x.csv", "--model", "m", "--gamma-A", "auto"])
+    assert "expected a number or 'scaled'" in capsys.readouterr().err
 
 
 def test_help_of_every_command():

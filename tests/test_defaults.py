@@ -1,6 +1,7 @@
-"""The γ_I of the defaults: gamma_I='scaled' (500 over the labeled rows per class, the
-default of LapRLSClassifier and LapSVMClassifier) and gamma_I='auto' (the cross-validated
-choice, linlap.estimators.cv.select_gamma_I)."""
+"""The weights of the defaults: gamma_I='scaled' (500 over the labeled rows per class),
+gamma_A='scaled' (1e-6 times the labeled rows per class, clipped) — the defaults of
+LapRLSClassifier and LapSVMClassifier — and gamma_I='auto' (the cross-validated choice,
+linlap.estimators.cv.select_gamma_I)."""
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from reference import dense_solution
 from sklearn.model_selection import StratifiedKFold
 
 from linlap import EMRClassifier, KNNGraph, LapRLSClassifier, LapSVMClassifier
-from linlap.estimators import SCALED_GAMMA_I, scaled_gamma_I
+from linlap.estimators import SCALED_GAMMA_A, SCALED_GAMMA_I, scaled_gamma_A, scaled_gamma_I
 from linlap.estimators.cv import AUTO_GAMMA_I_FACTORS, select_gamma_I
 from linlap.solvers._problem import pm1_targets, predict_index
 
@@ -195,3 +196,69 @@ def test_s3vm_refuses_scaled():
     X, y, ys, graph = _problem(True, True, n=60)
     with pytest.raises(ValueError, match="gamma_I must be"):
         LapS3VMClassifier(gamma_I="scaled", graph=graph).fit(X, ys)
+
+
+def test_scaled_gamma_A_formula():
+    assert SCALED_GAMMA_A == 1e-6
+    assert scaled_gamma_A(50, 2) == pytest.approx(2.5e-5)     # 25 labels per class
+    assert scaled_gamma_A(100, 20) == pytest.approx(2.5e-5)   # 5 per class: clipped to 25
+    assert scaled_gamma_A(1000, 2) == pytest.approx(5e-4)     # 500 per class
+    assert scaled_gamma_A(10 ** 5, 2) == pytest.approx(1e-3)  # clipped to 1,000 per class
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("Estimator", [LapRLSClassifier, LapSVMClassifier])
+def test_scaled_gamma_A_is_the_default_and_equals_its_number(Estimator, n_classes, sparse):
+    X, y, ys, graph = _problem(True, sparse, n=300, d=12, n_classes=n_classes, seed=5)
+    # 100 labels per class (two classes) or ~67: inside the clipping range, C / l counts
+    ys = np.where(np.random.default_rng(0).random(y.size) < 2 / 3, y, -1)
+    l = int((ys != -1).sum())
+    model = Estimator(graph=graph).fit(X, ys)
+    assert Estimator().gamma_A == "scaled"
+    assert model.gamma_A_ == pytest.approx(1e-6 * l / n_classes)
+    ref = Estimator(gamma_A=1e-6 * l / n_classes, graph=graph).fit(X, ys)
+    np.testing.assert_allclose(model.coef_, ref.coef_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(model.intercept_, ref.intercept_, rtol=1e-12, atol=1e-14)
+    kept = Estimator(gamma_A=3e-4, graph=graph).fit(X, ys)
+    assert kept.gamma_A_ == 3e-4
+
+
+def test_scaled_gamma_A_follows_the_labels():
+    """More labels per class, larger γ_A: the ridge, not the graph, holds many labels."""
+    X, y, ys, graph = _problem(True, True, n=2400, d=12, seed=6)
+    few = LapRLSClassifier(graph=graph).fit(X, ys)   # 15 per class: clipped to 25
+    many = LapRLSClassifier(graph=graph).fit(X, y)   # 1,200 per class: clipped to 1,000
+    half = np.where(np.arange(y.size) % 2 == 0, y, -1)
+    mid = LapRLSClassifier(graph=graph).fit(X, half)  # 600 per class
+    assert few.gamma_A_ == pytest.approx(2.5e-5)
+    assert mid.gamma_A_ == pytest.approx(6e-4)
+    assert many.gamma_A_ == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("gamma_A, match", [("bogus", "gamma_A must be a finite number >= 0 "
+                                                      "or one of"),
+                                            (-1.0, "gamma_A"), (np.nan, "gamma_A")])
+def test_gamma_A_validation(gamma_A, match):
+    X, y, ys, graph = _problem(True, True, n=60)
+    with pytest.raises(ValueError, match=match):
+        LapRLSClassifier(gamma_A=gamma_A, graph=graph).fit(X, ys)
+
+
+def test_gamma_A_scaled_only_where_documented():
+    from linlap import LapS3VMClassifier
+
+    X, y, ys, graph = _problem(True, True, n=60)
+    with pytest.raises(ValueError, match="gamma_A must be a finite number >= 0, got"):
+        LapS3VMClassifier(gamma_A="scaled", graph=graph).fit(X, ys)
+
+
+def test_emr_resolves_scaled_gamma_A():
+    X, y, ys, graph = _problem(True, True, n=120, d=12, seed=4)
+    cands = [graph.with_laplacian(power=p) for p in (1, 2)]
+    l = int((ys != -1).sum())
+    a = EMRClassifier(candidates=cands, max_iter=3).fit(X, ys)
+    b = EMRClassifier(LapRLSClassifier(gamma_A=scaled_gamma_A(l, 2)), candidates=cands,
+                      max_iter=3).fit(X, ys)
+    np.testing.assert_allclose(a.mu_, b.mu_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-12)

@@ -14,17 +14,23 @@ from .predict import _evaluate, _predict
 __all__ = ["main", "build_parser"]
 
 
-def _gamma_I_arg(text):
-    """--gamma-I: a number >= 0, 'scaled' or 'auto'."""
-    if text in ("scaled", "auto"):
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, 'scaled' or 'auto', got {text!r}")
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
+def _weight_arg(*names):
+    """The type of a --gamma-* option: a finite number >= 0 or one of ``names``."""
+    expected = "a number, " + ", ".join(f"{n!r}" for n in names[:-1]) + f" or {names[-1]!r}" \
+        if len(names) > 1 else f"a number or {names[0]!r}"
+
+    def parse(text):
+        if text in names:
+            return text
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        if not value >= 0 or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+        return value
+
+    return parse
 
 
 def build_parser():
@@ -80,9 +86,11 @@ def build_parser():
     g = fit.add_argument_group("estimator")
     g.add_argument("--estimator", choices=("laprls", "lapsvm"), default="laprls",
                    help="Laplacian RLS (default) or Laplacian SVM (finite Newton)")
-    g.add_argument("--gamma-A", type=float, default=1e-4, metavar="G",
-                   help="ambient (ridge) weight γ_A (default 1e-4)")
-    g.add_argument("--gamma-I", type=_gamma_I_arg, default="scaled", metavar="G",
+    g.add_argument("--gamma-A", type=_weight_arg("scaled"), default="scaled", metavar="G",
+                   help="ambient (ridge) weight γ_A: a number or 'scaled' (default: 1e-6 "
+                        "times the labeled documents per class, those clipped to "
+                        "10…1000)")
+    g.add_argument("--gamma-I", type=_weight_arg("scaled", "auto"), default="scaled", metavar="G",
                    help="intrinsic (graph) weight γ_I: a number, 'scaled' (default: 500 "
                         "over the labeled documents per class) or 'auto' (the scaled "
                         "value or less, chosen by cross-validation of the labeled "

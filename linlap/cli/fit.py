@@ -131,7 +131,8 @@ def _fit(args):
         est = LapSVMClassifier(**common)
     with rep.step(f"solving ({args.estimator})", chatty=verbose):
         est.fit(X, y)
-    rep.line(f"{est.n_iter_} solver iterations, gamma_I = {est.gamma_I_:.3g}")
+    rep.line(f"{est.n_iter_} solver iterations, gamma_A = {est.gamma_A_:.3g}, "
+             f"gamma_I = {est.gamma_I_:.3g}")
     model = Pipeline(pre + [("classifier", est)]) if pre else est
     if n - n_lab:
         pred = est.transduction_[~labeled]

@@ -4,7 +4,7 @@
 searches), :mod:`.path` (solution path); what they share is in :mod:`._base`.
 """
 
-from ._base import SCALED_GAMMA_I, scaled_gamma_I
+from ._base import SCALED_GAMMA_A, SCALED_GAMMA_I, scaled_gamma_A, scaled_gamma_I
 from .clustering import LaplacianSpectralClustering
 from .emr import EMRClassifier
 from .cv import LapRLSClassifierCV, LapSVMClassifierCV
@@ -16,4 +16,5 @@ from .s3vm import LapS3VMClassifier
 __all__ = ["LapRLSClassifier", "LapSVMClassifier", "KernelLapRLSClassifier",
            "KernelLapSVMClassifier", "LapRLSClassifierCV", "LapSVMClassifierCV",
            "LapSVMPathClassifier", "lapsvm_path", "LaplacianSpectralClustering",
-           "LapS3VMClassifier", "EMRClassifier", "scaled_gamma_I", "SCALED_GAMMA_I"]
+           "LapS3VMClassifier", "EMRClassifier", "scaled_gamma_I", "SCALED_GAMMA_I",
+           "scaled_gamma_A", "SCALED_GAMMA_A"]

@@ -21,7 +21,8 @@ from ..solvers._problem import pm1_targets, predict_index
 from ._dask import dask_decision_function, dask_predict, fit_on_dask, is_dask_array
 
 __all__ = ["SemiSupervisedMixin", "LinearLapClassifier", "store_params", "resolve_graph",
-           "DEFAULT_N_NEIGHBORS", "SCALED_GAMMA_I", "scaled_gamma_I"]
+           "DEFAULT_N_NEIGHBORS", "SCALED_GAMMA_I", "scaled_gamma_I", "SCALED_GAMMA_A",
+           "SCALED_GAMMA_A_ROWS", "scaled_gamma_A"]
 
 #: k of the graph an estimator builds when none is given (capped at n - 1).
 DEFAULT_N_NEIGHBORS = KNNGraph().n_neighbors
@@ -41,6 +42,29 @@ def scaled_gamma_I(n_labeled, n_classes):
     benchmark corpora (``bench/emr.py``; bench/RESULTS.md, "out-of-the-box defaults").
     """
     return SCALED_GAMMA_I * n_classes / n_labeled
+
+
+#: γ_A per labeled row per class, for ``gamma_A='scaled'`` (see scaled_gamma_A).
+SCALED_GAMMA_A = 1e-6
+#: the labeled rows per class outside which 'scaled' γ_A stops changing.
+SCALED_GAMMA_A_ROWS = (25, 1000)
+
+
+def scaled_gamma_A(n_labeled, n_classes):
+    """γ_A of ``gamma_A='scaled'``: ``SCALED_GAMMA_A · l / C`` = 1e-6 × (labeled rows per
+    class), the rows per class clipped to ``SCALED_GAMMA_A_ROWS`` (so 1e-5 … 1e-3).
+
+    The counterpart of :func:`scaled_gamma_I`: with few labels per class a small ridge
+    leaves the direction of w to the graph (2.5e-5 at 25 per class, 1e-5 at 10 or
+    fewer); with hundreds the graph weighs little and the ridge is what keeps w from
+    fitting the labels' noise (5e-4 at 500 per class). Below 10 rows per class smaller
+    values cost many more CG iterations (the ridge bounds the smallest eigenvalue of
+    the system) for no gain measured; above 1,000 nothing was measured. Read off
+    the benchmark corpora (``bench/emr.py --gamma-A-sweep``; bench/RESULTS.md,
+    "out-of-the-box defaults").
+    """
+    lo, hi = SCALED_GAMMA_A_ROWS
+    return SCALED_GAMMA_A * min(max(n_labeled / n_classes, lo), hi)
 
 
 def count_nonempty_rows(X):
@@ -220,14 +244,22 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
     def _check_params(self):
         auto = self._gamma_I_is_auto()
         named = isinstance(self.gamma_I, str)
+        named_A = isinstance(self.gamma_A, str)
         if named and self.gamma_I not in self._gamma_I_names:
             raise ValueError(f"gamma_I must be a finite number >= 0 or one of "
                              f"{list(self._gamma_I_names)}, got {self.gamma_I!r}.")
-        check_nonnegative(self, "gamma_A", *(() if named else ("gamma_I",)))
-        if auto and not self.gamma_A > 0:
+        if named_A and self.gamma_A not in self._gamma_A_names:
+            raise ValueError(f"gamma_A must be a finite number >= 0"
+                             + (f" or one of {list(self._gamma_A_names)}"
+                                if self._gamma_A_names else "")
+                             + f", got {self.gamma_A!r}.")
+        numeric = (() if named_A else ("gamma_A",)) + (() if named else ("gamma_I",))
+        if numeric:
+            check_nonnegative(self, *numeric)
+        if auto and not named_A and not self.gamma_A > 0:
             raise ValueError("gamma_I='auto' needs gamma_A > 0 (its gamma_I = 0 candidate "
                              "is a ridge fit).")
-        if not named and self.gamma_A == 0 and self.gamma_I == 0:
+        if not (named or named_A) and self.gamma_A == 0 and self.gamma_I == 0:
             raise ValueError("gamma_A and gamma_I cannot both be 0: the problem would be "
                              "unregularised and, with few labels, singular.")
         check_tol(self)
@@ -269,7 +301,7 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         check_memory(solve_bytes(n, d, X.nnz if sp.issparse(X) else n * d,
                                  targets.shape[1] + (balance is not None)),
                      f"Fitting {type(self).__name__} on {n} rows x {d} features")
-        self._select_gamma_I(X, y_idx, labeled_rows, graph)
+        self._set_gammas(X, y_idx, labeled_rows, graph)
         sol = self._solve(X, targets, labeled_rows, unlabeled_rows, graph, balance,
                           self._warm_start_init(targets.shape[1], d))
         return self._set_fitted(sol, classes, y_idx, labeled_rows, graph)
@@ -296,7 +328,9 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         self._solution = sol
         return self
 
-    # -- gamma_I given by name ('scaled', 'auto') -----------------------------------------
+    # -- gamma_A, gamma_I given by name ('scaled', 'auto') --------------------------------
+    #: the strings ``gamma_A`` accepts besides numbers ('scaled': scaled_gamma_A)
+    _gamma_A_names = ()
     #: the strings ``gamma_I`` accepts besides numbers ('scaled': scaled_gamma_I;
     #: 'auto': select_gamma_I by cross-validation)
     _gamma_I_names = ()
@@ -313,17 +347,22 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
             return scaled_gamma_I(n_labeled, n_classes)
         return float(self.gamma_I)
 
-    def _select_gamma_I(self, X, y_idx, labeled_rows, graph):
-        """Set ``gamma_I_`` (the γ_I the solver uses) and ``gamma_I_selection_``."""
+    def _set_gammas(self, X, y_idx, labeled_rows, graph):
+        """Set ``gamma_A_``, ``gamma_I_`` (the weights the solver uses) and
+        ``gamma_I_selection_``."""
         self.gamma_I_selection_ = None
         n_classes = int(y_idx.max()) + 1
+        if isinstance(self.gamma_A, str) and self.gamma_A == "scaled":
+            self.gamma_A_ = scaled_gamma_A(labeled_rows.size, n_classes)
+        else:
+            self.gamma_A_ = float(self.gamma_A)
         if not self._gamma_I_is_auto():
             self.gamma_I_ = self._fixed_gamma_I(labeled_rows.size, n_classes)
             return
         from .cv import AUTO_GAMMA_I_FACTORS, select_gamma_I  # cv.py imports the estimators
 
         scaled = scaled_gamma_I(labeled_rows.size, n_classes)
-        sel = select_gamma_I(X, y_idx, labeled_rows, graph, gamma_A=self.gamma_A,
+        sel = select_gamma_I(X, y_idx, labeled_rows, graph, gamma_A=self.gamma_A_,
                              grid=[scaled * c for c in AUTO_GAMMA_I_FACTORS],
                              fit_intercept=self.fit_intercept, tol=self.tol,
                              max_iter=self._auto_gamma_I_max_iter or self.max_iter)

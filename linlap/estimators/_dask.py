@@ -112,7 +112,7 @@ def fit_on_dask(est, X, y):
             graph = KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n - 1))
         graph = fit_graph(graph, X, client=client, verbose=bool(est.verbose))
     targets = pm1_targets(y_idx, classes.size)
-    est._select_gamma_I(X, y_idx, labeled_rows, graph)  # 'auto' was refused: X unread
+    est._set_gammas(X, y_idx, labeled_rows, graph)  # 'auto' was refused: X unread
     sol = est._solve_distributed(X, targets, labeled_rows, unlabeled_rows, graph, balance,
                                  est._warm_start_init(targets.shape[1], d), client)
     est.n_features_in_ = d

@@ -15,7 +15,7 @@ from sklearn.utils.validation import (check_consistent_length, check_is_fitted, 
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
-from ._base import scaled_gamma_I, store_params
+from ._base import scaled_gamma_A, scaled_gamma_I, store_params
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
 
@@ -355,6 +355,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"EMRClassifier needs its estimator's gamma_I to be a "
                                  f"number or 'scaled', not {est.gamma_I!r}.")
             est.set_params(gamma_I=scaled_gamma_I(labeled.size, n_classes))
+        if isinstance(est.gamma_A, str):  # the only name a base's gamma_A takes
+            est.set_params(gamma_A=scaled_gamma_A(labeled.size, n_classes))
         gamma_A, gamma_I = float(est.gamma_A), float(est.gamma_I)
         fit_state = {}
 

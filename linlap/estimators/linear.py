@@ -24,8 +24,13 @@ class LapRLSClassifier(LinearLapClassifier):
 
     Parameters
     ----------
-    gamma_A : float, default=1e-4
-        Weight γ_A of the ambient (ridge) penalty ``‖w‖²``.
+    gamma_A : float or 'scaled', default='scaled'
+        Weight γ_A of the ambient (ridge) penalty ``‖w‖²``. 'scaled': ``1e-6 l / C``
+        — 1e-6 times the labeled rows per class, those clipped to 10 … 1,000 (1e-5 at
+        10 or fewer per class, 2.5e-5 at 25, 5e-4 at 500;
+        :func:`linlap.estimators.scaled_gamma_A`): few labels leave the direction of
+        w to the graph, many need the ridge against their noise. The fitted value
+        is ``gamma_A_``.
     gamma_I : float, 'scaled' or 'auto', default='scaled'
         Weight γ_I of the intrinsic (graph smoothness) penalty. 'scaled':
         ``γ_I = 500 C / l`` for C classes and l labeled rows — 500 over the labeled rows
@@ -78,6 +83,8 @@ class LapRLSClassifier(LinearLapClassifier):
         prediction for unlabeled ones.
     graph_ : KNNGraph
         The fitted graph used.
+    gamma_A_ : float
+        The γ_A of the fit (``gamma_A`` or its 'scaled' value).
     gamma_I_ : float
         The γ_I of the fit (``gamma_I``, its 'scaled' value, or the one chosen by
         ``gamma_I='auto'``).
@@ -87,9 +94,10 @@ class LapRLSClassifier(LinearLapClassifier):
     n_features_in_ : int
     """
 
+    _gamma_A_names = ("scaled",)
     _gamma_I_names = ("scaled", "auto")
 
-    def __init__(self, gamma_A=1e-4, gamma_I="scaled", *, graph=None, class_prior=None,
+    def __init__(self, gamma_A="scaled", gamma_I="scaled", *, graph=None, class_prior=None,
                  unlabeled=-1, fit_intercept=True, tol=1e-4, max_iter=1000,
                  warm_start=False, verbose=0):
         store_params(self, locals())
@@ -97,7 +105,7 @@ class LapRLSClassifier(LinearLapClassifier):
     def _solve(self, X, targets, labeled_rows, unlabeled_rows, graph, balance, init):
         return laprls_linear(
             X, targets, labeled_rows, graph.laplacian_matvec,
-            gamma_A=self.gamma_A, gamma_I=self.gamma_I_, scale=graph.scale_,
+            gamma_A=self.gamma_A_, gamma_I=self.gamma_I_, scale=graph.scale_,
             balance=balance, unlabeled_rows=unlabeled_rows,
             fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
             init=init, callback=self._progress_callback("LapRLS"),
@@ -111,7 +119,7 @@ class LapRLSClassifier(LinearLapClassifier):
         from ..distributed import laprls_fit
 
         return laprls_fit(
-            X, targets, labeled_rows, graph, gamma_A=self.gamma_A, gamma_I=self.gamma_I_,
+            X, targets, labeled_rows, graph, gamma_A=self.gamma_A_, gamma_I=self.gamma_I_,
             balance=balance, unlabeled_rows=unlabeled_rows, fit_intercept=self.fit_intercept,
             tol=self.tol, max_iter=self.max_iter, init=init,
             callback=self._progress_callback("LapRLS"), client=client)
@@ -132,8 +140,8 @@ class LapSVMClassifier(LinearLapClassifier):
 
     Parameters
     ----------
-    gamma_A : float, default=1e-4
-        Weight γ_A of ``‖w‖²``.
+    gamma_A : float or 'scaled', default='scaled'
+        Weight γ_A of ``‖w‖²``. 'scaled': ``1e-6 l / C`` as in :class:`LapRLSClassifier`.
     gamma_I : float, 'scaled' or 'auto', default='scaled'
         Weight γ_I of the graph smoothness penalty. 'scaled': ``500 C / l`` as in
         :class:`LapRLSClassifier`. 'auto': chosen as in :class:`LapRLSClassifier` (the
@@ -171,16 +179,17 @@ class LapSVMClassifier(LinearLapClassifier):
 
     Attributes
     ----------
-    classes_, coef_, intercept_, transduction_, graph_, gamma_I_, gamma_I_selection_
+    classes_, coef_, intercept_, transduction_, graph_, gamma_A_, gamma_I_, gamma_I_selection_
         As in :class:`LapRLSClassifier`.
     n_iter_ : int
         Newton steps (or l-row solver iterations for 'tinv').
     """
 
+    _gamma_A_names = ("scaled",)
     _gamma_I_names = ("scaled", "auto")
     _auto_gamma_I_max_iter = 1000
 
-    def __init__(self, gamma_A=1e-4, gamma_I="scaled", *, solver="newton", loss="squared_hinge",
+    def __init__(self, gamma_A="scaled", gamma_I="scaled", *, solver="newton", loss="squared_hinge",
                  graph=None, class_prior=None, unlabeled=-1, fit_intercept=True, tol=1e-4,
                  max_iter=50, memory_budget=2**30, warm_start=False, verbose=0):
         store_params(self, locals())
@@ -197,7 +206,7 @@ class LapSVMClassifier(LinearLapClassifier):
         if self.solver == "tinv":
             if self.class_prior is not None:
                 raise ValueError("class_prior is available with solver='newton' only.")
-            if not self.gamma_A > 0:
+            if not (isinstance(self.gamma_A, str) or self.gamma_A > 0):
                 raise ValueError("solver='tinv' needs gamma_A > 0 (T² must be positive "
                                  "definite).")
 
@@ -211,7 +220,7 @@ class LapSVMClassifier(LinearLapClassifier):
         if self.solver == "newton":
             return lapsvm_newton(
                 X, targets, labeled_rows, graph.laplacian_matvec,
-                gamma_A=self.gamma_A, gamma_I=self.gamma_I_, scale=graph.scale_,
+                gamma_A=self.gamma_A_, gamma_I=self.gamma_I_, scale=graph.scale_,
                 balance=balance, unlabeled_rows=unlabeled_rows,
                 fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
                 init=init, callback=self._progress_callback(
@@ -219,12 +228,12 @@ class LapSVMClassifier(LinearLapClassifier):
             )
         # The factor depends only on the graph (hence X), γ_I s/γ_A and the intercept:
         # reuse it across classes and across refits that keep those fixed.
-        key = (graph, self.gamma_I_ / self.gamma_A, self.fit_intercept, X.shape)
+        key = (graph, self.gamma_I_ / self.gamma_A_, self.fit_intercept, X.shape)
         cached = getattr(self, "_tinv_cache", None)
         factor = cached[1] if cached is not None and cached[0] == key else None
         sol = lapsvm_tinv(
             X, targets, labeled_rows, graph.laplacian_matvec,
-            gamma_A=self.gamma_A, gamma_I=self.gamma_I_, scale=graph.scale_, loss=self.loss,
+            gamma_A=self.gamma_A_, gamma_I=self.gamma_I_, scale=graph.scale_, loss=self.loss,
             fit_intercept=self.fit_intercept, memory_budget=self.memory_budget,
             tol=self.tol, max_iter=self.max_iter, factor=factor,
         )
@@ -241,7 +250,7 @@ class LapSVMClassifier(LinearLapClassifier):
         from ..distributed import lapsvm_fit
 
         return lapsvm_fit(
-            X, targets, labeled_rows, graph, gamma_A=self.gamma_A, gamma_I=self.gamma_I_,
+            X, targets, labeled_rows, graph, gamma_A=self.gamma_A_, gamma_I=self.gamma_I_,
             balance=balance, unlabeled_rows=unlabeled_rows, fit_intercept=self.fit_intercept,
             tol=self.tol, max_iter=self.max_iter, init=init,
             callback=self._progress_callback("LapSVM Newton", "relative decrease of J",

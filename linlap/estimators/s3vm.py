@@ -144,7 +144,7 @@ class LapS3VMClassifier(LinearLapClassifier):
         sol = solve(
             X, targets, labeled_rows, unlabeled_rows,
             graph.laplacian_matvec if self.gamma_I > 0 else None,
-            gamma_A=self.gamma_A, gamma_I=self.gamma_I, gamma_U=self.gamma_U,
+            gamma_A=self.gamma_A_, gamma_I=self.gamma_I, gamma_U=self.gamma_U,
             scale=graph.scale_, positive_fraction=pi, fit_intercept=self.fit_intercept,
             tol=self.tol, max_iter=self.max_iter, init=init, callback=report,
         )
