@@ -89,7 +89,7 @@ def build_parser():
     g.add_argument("--gamma-A", type=_weight_arg("scaled"), default="scaled", metavar="G",
                    help="ambient (ridge) weight γ_A: a number or 'scaled' (default: 1e-6 "
                         "times the labeled documents per class, those clipped to "
-                        "10…1000)")
+                        "25…1000)")
     g.add_argument("--gamma-I", type=_weight_arg("scaled", "auto"), default="scaled", metavar="G",
                    help="intrinsic (graph) weight γ_I: a number, 'scaled' (default: 500 "
                         "over the labeled documents per class) or 'auto' (the scaled "

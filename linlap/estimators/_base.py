@@ -52,16 +52,16 @@ SCALED_GAMMA_A_ROWS = (25, 1000)
 
 def scaled_gamma_A(n_labeled, n_classes):
     """γ_A of ``gamma_A='scaled'``: ``SCALED_GAMMA_A · l / C`` = 1e-6 × (labeled rows per
-    class), the rows per class clipped to ``SCALED_GAMMA_A_ROWS`` (so 1e-5 … 1e-3).
+    class), the rows per class clipped to ``SCALED_GAMMA_A_ROWS`` (so 2.5e-5 … 1e-3).
 
     The counterpart of :func:`scaled_gamma_I`: with few labels per class a small ridge
-    leaves the direction of w to the graph (2.5e-5 at 25 per class, 1e-5 at 10 or
-    fewer); with hundreds the graph weighs little and the ridge is what keeps w from
-    fitting the labels' noise (5e-4 at 500 per class). Below 10 rows per class smaller
-    values cost many more CG iterations (the ridge bounds the smallest eigenvalue of
-    the system) for no gain measured; above 1,000 nothing was measured. Read off
-    the benchmark corpora (``bench/emr.py --gamma-A-sweep``; bench/RESULTS.md,
-    "out-of-the-box defaults").
+    leaves the direction of w to the graph (2.5e-5 at 25 per class or fewer); with
+    hundreds the graph weighs little and the ridge is what keeps w from fitting the
+    labels' noise (5e-4 at 500 per class). Below 25 rows per class the value stays at
+    2.5e-5: smaller ones cost many more CG iterations (the ridge bounds the smallest
+    eigenvalue of the system) for about a point at most on the corpora measured; above
+    1,000 nothing was measured. Read off the benchmark corpora (``bench/emr.py
+    --gamma-A-sweep``; bench/RESULTS.md, "out-of-the-box defaults ... gamma_A='scaled'").
     """
     lo, hi = SCALED_GAMMA_A_ROWS
     return SCALED_GAMMA_A * min(max(n_labeled / n_classes, lo), hi)

@@ -26,8 +26,8 @@ class LapRLSClassifier(LinearLapClassifier):
     ----------
     gamma_A : float or 'scaled', default='scaled'
         Weight γ_A of the ambient (ridge) penalty ``‖w‖²``. 'scaled': ``1e-6 l / C``
-        — 1e-6 times the labeled rows per class, those clipped to 10 … 1,000 (1e-5 at
-        10 or fewer per class, 2.5e-5 at 25, 5e-4 at 500;
+        — 1e-6 times the labeled rows per class, those clipped to 25 … 1,000 (2.5e-5 at
+        25 or fewer per class, 1e-4 at 100, 5e-4 at 500;
         :func:`linlap.estimators.scaled_gamma_A`): few labels leave the direction of
         w to the graph, many need the ridge against their noise. The fitted value
         is ``gamma_A_``.
