@@ -1,7 +1,8 @@
 """Laplacian S³VM (graph + low-density separation) against LapSVM, the graph-free S³VM
 (deterministic annealing and multi-switch TSVM) and LinearSVC on binary text.
 
-    python bench/s3vm.py [--data-dir DIR] [--draws 10] [--sets pcmac,graphics-windows,...] [--rows ...]
+    python bench/s3vm.py [--data-dir DIR] [--draws 10] [--sets pcmac,graphics-windows,...]
+                         [--rows 'LapSVMClassifier(;...']
     python bench/s3vm.py --select [--draws 10] [--class-prior predicted]
     python bench/s3vm.py --multiclass --data-dir DIR [--draws 3]
     python bench/s3vm.py --memory 100000
@@ -172,15 +173,12 @@ def methods(graph, uniform=False, sweep=False):
     return out
 
 
-#: ';'-separated substrings of the rows to run (--rows); None: every row
-ROWS = None
-
-
-def selected(ms):
-    """The rows of ``ms`` that --rows asks for (the LapSVM row always: the time base)."""
-    if ROWS is None:
+def selected(ms, rows):
+    """The rows of ``ms`` whose names contain one of the ';'-separated substrings ``rows``
+    (--rows; None: all), and the LapSVM row always: the time base."""
+    if rows is None:
         return ms
-    want = [w.strip().lower() for w in ROWS.split(";")]
+    want = [w.strip().lower() for w in rows.split(";")]
     return [(m, f) for m, f in ms if m == LAPSVM or any(w in m.lower() for w in want)]
 
 
@@ -191,7 +189,7 @@ def fit(make, X, ys):
     return make().fit(X, ys)
 
 
-def run_set(name, draws, ddir, uniform, sweep=False):
+def run_set(name, draws, ddir, uniform, sweep=False, rows=None):
     base, _, pi = name.partition("@")
     train, test = load(base, ddir)
     (dtr, y), (dte, yt) = ((skew(train, float(pi)), skew(test, float(pi))) if pi else
@@ -206,7 +204,7 @@ def run_set(name, draws, ddir, uniform, sweep=False):
           f"{X.shape[1]} terms, {draws} draws\n")
     print(f"graph ({graph.n_neighbors}-NN, {graph.algorithm_}) {t_graph:.1f} s, shared, not "
           f"in the fit times\n")
-    ms = selected(methods(graph, uniform, sweep))
+    ms = selected(methods(graph, uniform, sweep), rows)
     warm = mask_labels(y, N_LABELS, random_state=10**6)
     for _, make in ms:  # JIT warm-up, untimed
         fit(make, X, warm)
@@ -232,7 +230,7 @@ def run_set(name, draws, ddir, uniform, sweep=False):
     return out
 
 
-def multiclass(draws, ddir):
+def multiclass(draws, ddir, rows=None):
     """20 Newsgroups, 20 classes, 5 labels per class (one-vs-rest, shared graph)."""
     path = data_dir(ddir) / "20news-bydate.tar.gz"
     train, test = load_20newsgroups(path, "train"), load_20newsgroups(path, "test")
@@ -255,7 +253,7 @@ def multiclass(draws, ddir):
            lambda: LapS3VMClassifier(graph=graph, **lab)),
           ("LapS3VMClassifier() (defaults: (1e-3, 1, 1), 'predicted')",
            lambda: LapS3VMClassifier(graph=graph))]
-    ms = selected(ms)
+    ms = selected(ms, rows)
     small = KNNGraph(random_state=0).fit(X[:1000])  # JIT warm-up on 1,000 rows, untimed
     warm = mask_labels(y[:1000], 40, random_state=0)
     for est in (LapSVMClassifier(graph=small), LapS3VMClassifier(graph=small)):
@@ -451,8 +449,6 @@ def main():
                     help="only the rows whose names contain one of these ';'-separated "
                          "substrings (and the LapSVMClassifier() row, the time base)")
     args = ap.parse_args()
-    global ROWS
-    ROWS = args.rows
     warnings.simplefilter("ignore")
     if args.select:
         select(args.draws, args.class_prior)
@@ -461,7 +457,7 @@ def main():
         memory(args.memory)
         return
     if args.multiclass:
-        multiclass(args.draws, args.data_dir)
+        multiclass(args.draws, args.data_dir, args.rows)
         return
     sets = args.sets.split(",")
     if any(not s.startswith("pcmac") for s in sets):
@@ -469,7 +465,8 @@ def main():
     if args.prior_estimates:
         prior_estimates(sets, args.draws, args.data_dir)
         return
-    results = {s: run_set(s, args.draws, args.data_dir, args.uniform_prior, args.gamma_I_sweep)
+    results = {s: run_set(s, args.draws, args.data_dir, args.uniform_prior, args.gamma_I_sweep,
+                          args.rows)
                for s in sets}
     labels = list(next(iter(results.values())))
     print(f"\n### Mean over the {len(sets)} binary sets\n")
