@@ -248,6 +248,20 @@ def test_objective_not_above_the_lapsvm_start(solver, gamma_I, seed):
     assert JP[0] <= J[0] * (1 + 1e-3)
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("sparse", [True, False])
+def test_history_is_the_objective_at_the_returned_point(solver, sparse):
+    """The solvers record J from their own decision values; it must be s3vm_objective's."""
+    X, L, labeled, unlabeled, T, _ = problem(n=50, k=2, seed=3, sparse=sparse)
+    kw = dict(gamma_A=1e-3, gamma_I=0.5, gamma_U=2.0, scale=1 / np.trace(L))
+    lap = lambda F: L @ F  # noqa: E731
+    sol = solver(X, T, labeled, unlabeled, lap, positive_fraction=0.5, **kw)
+    J = s3vm_objective(X, T, labeled, unlabeled, lap, sol.coef, sol.intercept,
+                       P=sol.state["P"], **kw)
+    assert len(sol.history) >= 2
+    np.testing.assert_allclose(sol.history[-1], J.sum(), rtol=1e-10)
+
+
 # -- γ_I = 0 against a brute-force S³VM ------------------------------------------------
 def brute_force_s3vm(Xd, labeled, unlabeled, t, gA, gU, r):
     """Best (w, b, labels) over every balanced labelling of the unlabeled rows, each a

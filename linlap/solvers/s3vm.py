@@ -167,19 +167,26 @@ def s3vm_objective(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, c
     U = _check_unlabeled(X.shape[0], rows, unlabeled_rows)
     Wc = np.atleast_2d(np.asarray(coef, dtype=np.float64)).T
     F = np.asarray(X @ Wc) + np.atleast_1d(np.asarray(intercept, dtype=np.float64))
-    k = Y.shape[1]
+    if P is None:
+        if positive_fraction is None:
+            raise ValueError("s3vm_objective needs P or positive_fraction.")
+        FU = F[U]
+        P = balanced_soft_labels(gamma_U * (_sq_hinge(FU) - _sq_hinge(-FU)), 0.0,
+                                 _check_fraction(positive_fraction, Y.shape[1]))
+    return _objective_values(F, Wc, Y, rows, U, laplacian_matvec, gamma_A, gamma_I, gamma_U,
+                             scale, P)
+
+
+def _objective_values(F, Wc, Y, rows, U, laplacian_matvec, gamma_A, gamma_I, gamma_U, scale,
+                      P):
+    """The S³VM objective per column from checked arrays: F the decision values of all
+    rows (n, k), Wc the weights (d, k), P the labels of the rows U (u, k)."""
     J = _sq_hinge(Y * F[rows]).mean(axis=0) + gamma_A * np.einsum("ij,ij->j", Wc, Wc)
     if gamma_I > 0:
         J = J + gamma_I * scale * np.einsum("ij,ij->j", F, laplacian_matvec(F))
     FU = F[U]
-    if P is None:
-        if positive_fraction is None:
-            raise ValueError("s3vm_objective needs P or positive_fraction.")
-        P = balanced_soft_labels(gamma_U * (_sq_hinge(FU) - _sq_hinge(-FU)), 0.0,
-                                 _check_fraction(positive_fraction, k))
-    P = np.asarray(P, dtype=np.float64).reshape(U.size, k)
-    J = J + gamma_U * np.mean(P * _sq_hinge(FU) + (1 - P) * _sq_hinge(-FU), axis=0)
-    return J
+    P = np.asarray(P, dtype=np.float64).reshape(U.size, Y.shape[1])
+    return J + gamma_U * np.mean(P * _sq_hinge(FU) + (1 - P) * _sq_hinge(-FU), axis=0)
 
 
 def start_fraction(F_unlabeled, classes=False):
@@ -561,11 +568,11 @@ def s3vm_annealing(
 
 
 def _objective_from(S, sol, P):
-    """S³VM objective at the solver's current point and labels P (per column)."""
+    """S³VM objective at the solver's current point and labels P (per column), from the
+    solve's own decision values (no pass over X, no re-validation)."""
     kw = S.kw
-    return s3vm_objective(S.X, S.Y, S.rows, S.U, S.lap, sol.coef, sol.intercept,
-                          gamma_A=kw["gamma_A"], gamma_I=kw["gamma_I"], gamma_U=S.gamma_U,
-                          scale=kw["scale"], P=P)
+    return _objective_values(sol.decision, sol.coef.T, S.Y, S.rows, S.U, S.lap, kw["gamma_A"],
+                             kw["gamma_I"], S.gamma_U, kw["scale"], P)
 
 
 def _switch(Yu, FU, max_switches):
