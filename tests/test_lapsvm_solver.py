@@ -160,6 +160,27 @@ def test_gradient_vanishes(normalized):
         assert sol.residual < 1e-8
 
 
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("balance", [False, True])
+def test_without_gradient_check_the_same_solution(sparse, balance):
+    """gradient_check=False skips only the final check: same coef, intercept and (updated,
+    not recomputed) decision values; no residual."""
+    X, L, labeled, T = random_problem(n=60, d=15, l=20, k=2, seed=8, sparse=sparse)
+    unl = np.setdiff1d(np.arange(X.shape[0]), labeled)
+    kw = dict(gamma_A=GA, gamma_I=GI, scale=1.0 / np.trace(L), tol=1e-8,
+              row_weights=np.linspace(0.5, 1.5, labeled.size) / labeled.size)
+    if balance:
+        kw.update(balance=np.array([-0.2, 0.1]), unlabeled_rows=unl)
+    a = lapsvm_newton(X, T, labeled, lambda F: L @ F, **kw)
+    b = lapsvm_newton(X, T, labeled, lambda F: L @ F, gradient_check=False, **kw)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(a.intercept, b.intercept)
+    np.testing.assert_allclose(b.decision, dense(X) @ b.coef.T + b.intercept, rtol=1e-9,
+                               atol=1e-11)
+    assert a.residual < 1e-6 and np.isnan(b.residual)
+    assert a.n_iter == b.n_iter and a.history == b.history
+
+
 def test_gamma_I_zero_is_supervised_l2svm():
     """Without the graph term: the supervised (1/l) Σ max(0, 1−yf)² + γ_A‖w‖² on l rows."""
     X, L, labeled, T = random_problem(k=2, seed=9)

@@ -186,6 +186,7 @@ def lapsvm_newton(
     callback=None,
     row_weights=None,
     base_operator=None,
+    gradient_check=True,
 ):
     """Minimise the linear LapSVM (squared hinge) objective by finite Newton.
 
@@ -265,6 +266,12 @@ def lapsvm_newton(
         ``matvec``, ``rhs``, ``decision`` and ``apply_to_decision``, and
         ``row_mean(rows)``, built with the same ``fit_intercept`` — e.g.
         :class:`linlap.distributed.DistributedNormalOperator` (X on Dask workers).
+    gradient_check : bool, default=True
+        Recompute the decision values from the final z and the relative gradient norm
+        (one more product with the operator and two right-hand sides). False: return
+        the decision values the Newton steps updated and ``residual = nan`` — for
+        callers that solve many warm-started problems and use only the last residual
+        (:func:`linlap.solvers.s3vm.s3vm_annealing`).
 
     Returns
     -------
@@ -454,6 +461,12 @@ def lapsvm_newton(
             ConvergenceWarning, stacklevel=2,
         )
 
+    coef = Z[:d].T.copy()
+    intercept = Z[d].copy() if fit_intercept else np.zeros(k)
+    state = {"cg_iter": cg_iter, "objective": J.copy(), "Z1": Z1 if c is not None else None}
+    if not gradient_check:
+        return LinearSolution(coef, intercept, F, n_iter, float("nan"), converged, state,
+                              history)
     # Final decision values and the relative gradient norm (one more shared matvec).
     op = operator(mask=active(Y, O, np.arange(k))[1])
     F = op.decision(Z)
@@ -462,7 +475,4 @@ def lapsvm_newton(
     if c is not None:
         grad -= np.outer(c, (c @ grad) / (c @ c))
     residual = float(np.max(np.linalg.norm(grad, axis=0) / np.where(g0 > 0, g0, 1.0)))
-    coef = Z[:d].T.copy()
-    intercept = Z[d].copy() if fit_intercept else np.zeros(k)
-    state = {"cg_iter": cg_iter, "objective": J.copy(), "Z1": Z1 if c is not None else None}
     return LinearSolution(coef, intercept, F, n_iter, residual, converged, state, history)

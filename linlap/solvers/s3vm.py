@@ -348,6 +348,9 @@ class _Solver:
         (``gamma_A``: another γ_A than the S³VM's, for the 'blend' estimate)."""
         tol = self.tol if tol is None else tol
         kw = self.kw if gamma_A is None else dict(self.kw, gamma_A=gamma_A)
+        # the loose solves while annealing: no final gradient check (its residual is
+        # never reported; it costs a product and two passes over X per solve)
+        kw = dict(kw, gradient_check=tol <= self.tol)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             bal = {} if self.mean is None else dict(balance=self.mean, unlabeled_rows=self.U)
