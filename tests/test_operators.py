@@ -315,6 +315,35 @@ def test_normal_operator_matches_dense_formula(kind, fit_intercept):
     np.testing.assert_allclose(op0.matvec(Z), A0 @ Z, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("kind", ["csr64", "csr32", "csr32-int64", "dense", "csc"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("many_rows", [False, True])
+def test_normal_operator_rhs_matches_dense_formula(kind, fit_intercept, many_rows):
+    """rhs = X̃_Rᵀ (mask ⊙ T): few rows (X sliced) and many or repeated rows (targets
+    summed per row, one pass over all of X)."""
+    rng = np.random.default_rng(10)
+    n, d = 50, 15
+    X = messy_csr(n, d, density=0.3, seed=12,
+                  dtype=np.float32 if "32" in kind else np.float64,
+                  index_dtype=np.int64 if "int64" in kind else np.int32)
+    Xd = exact(X).toarray()
+    if kind == "dense":
+        X = Xd
+    elif kind == "csc":
+        X = sp.csc_matrix(X)
+    rows = (np.r_[rng.permutation(n), rng.choice(n, 20)] if many_rows
+            else rng.choice(n, 12, replace=False))
+    mask = rng.random((rows.size, 2)) * (rng.random((rows.size, 2)) < 0.8)
+    T = rng.standard_normal((rows.size, 2))
+    op = NormalOperator(X, rows, None, alpha=0.3, beta=0.0, fit_intercept=fit_intercept,
+                        mask=mask)
+    Xt = np.hstack([Xd, np.ones((n, 1))]) if fit_intercept else Xd
+    np.testing.assert_allclose(op.rhs(T), Xt[rows].T @ (mask * T), rtol=1e-10, atol=1e-10)
+    # a column subset picks its mask columns
+    np.testing.assert_allclose(op.rhs(T[:, [1]], [1]), Xt[rows].T @ (mask[:, [1]] * T[:, [1]]),
+                               rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("with_graph", [True, False])
 def test_normal_operator_mask_columns_and_graph_laplacian(with_graph):
     rng = np.random.default_rng(12)

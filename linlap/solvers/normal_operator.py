@@ -232,15 +232,22 @@ class NormalOperator:
             if columns.shape != (c,):
                 raise ValueError(f"columns must name one mask column per column ({c}).")
             add_loss_rows(U, F, self.rows, 1.0 / coef, self.mask, columns, True)
+        return self._backward(U, coef, self.alpha, Z, out)
+
+    def _backward(self, U, coef, alpha, Z, out):
+        """``out = coef X̃ᵀ U + alpha [Z[:d]; 0]`` for U of shape (n, c)."""
+        d = self.n_features
+        c = U.shape[1]
         X = self.X
         if self._fast:
             from .._numba.csr import csr_rmatmat_blocks, reduce_blocks
+            ws = self._workspace(c)
             nb = ws["bounds"].size - 1
             buf = self._view("buf", nb, d, c)
             colsum = self._view("colsum", nb, c)
             csr_rmatmat_blocks(X.indptr, X.indices, X.data, U, ws["bounds"], buf, colsum,
                                work=X.nnz * c)
-            reduce_blocks(buf, nb, colsum, coef, self.alpha, Z, self.fit_intercept, out,
+            reduce_blocks(buf, nb, colsum, coef, alpha, Z, self.fit_intercept, out,
                           work=nb * d * c)
             return out
         if isinstance(X, np.ndarray) and X.dtype == np.float64:
@@ -248,7 +255,7 @@ class NormalOperator:
         else:
             out[:d] = X.T @ U
         out[:d] *= coef
-        out[:d] += self.alpha * Z[:d]
+        out[:d] += alpha * Z[:d]
         if self.fit_intercept:
             out[d] = coef * U.sum(axis=0)
         return out
@@ -323,5 +330,6 @@ class NormalOperator:
             U = np.empty((self.X.shape[0], T.shape[1]))
             for j in range(T.shape[1]):
                 U[:, j] = np.bincount(self.rows, weights=T[:, j], minlength=U.shape[0])
-            return augmented_rows_T(self.X, U, self.fit_intercept)
+            zero = np.zeros((self.shape[0], U.shape[1]))
+            return self._backward(U, 1.0, 0.0, zero, np.empty_like(zero))
         return augmented_rows_T(self.X[self.rows], T, self.fit_intercept)
