@@ -275,12 +275,10 @@ def dense_operator(Xd, rows, Lp, alpha, beta, fit_intercept, mask_col=None):
     return A
 
 
-@pytest.mark.parametrize("kind", ["csr64", "csr32", "csr32-int64", "dense", "csc"])
-@pytest.mark.parametrize("fit_intercept", [True, False])
-def test_normal_operator_matches_dense_formula(kind, fit_intercept):
-    rng = np.random.default_rng(9)
-    n, d = 50, 15
-    X = messy_csr(n, d, density=0.3, seed=11,
+def operator_input(kind, n, d, seed):
+    """X of the given kind (CSR float64 / float32 / int64 indices, dense, CSC) and its
+    exact dense copy."""
+    X = messy_csr(n, d, density=0.3, seed=seed,
                   dtype=np.float32 if "32" in kind else np.float64,
                   index_dtype=np.int64 if "int64" in kind else np.int32)
     Xd = exact(X).toarray()
@@ -288,6 +286,15 @@ def test_normal_operator_matches_dense_formula(kind, fit_intercept):
         X = Xd
     elif kind == "csc":
         X = sp.csc_matrix(X)
+    return X, Xd
+
+
+@pytest.mark.parametrize("kind", ["csr64", "csr32", "csr32-int64", "dense", "csc"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_normal_operator_matches_dense_formula(kind, fit_intercept):
+    rng = np.random.default_rng(9)
+    n, d = 50, 15
+    X, Xd = operator_input(kind, n, d, seed=11)
     L = random_laplacian(n, rng, normalized=True)
     Lp = L @ L
     rows = rng.choice(n, 12, replace=False)
@@ -323,14 +330,7 @@ def test_normal_operator_rhs_matches_dense_formula(kind, fit_intercept, many_row
     summed per row, one pass over all of X)."""
     rng = np.random.default_rng(10)
     n, d = 50, 15
-    X = messy_csr(n, d, density=0.3, seed=12,
-                  dtype=np.float32 if "32" in kind else np.float64,
-                  index_dtype=np.int64 if "int64" in kind else np.int32)
-    Xd = exact(X).toarray()
-    if kind == "dense":
-        X = Xd
-    elif kind == "csc":
-        X = sp.csc_matrix(X)
+    X, Xd = operator_input(kind, n, d, seed=12)
     rows = (np.r_[rng.permutation(n), rng.choice(n, 20)] if many_rows
             else rng.choice(n, 12, replace=False))
     mask = rng.random((rows.size, 2)) * (rng.random((rows.size, 2)) < 0.8)
