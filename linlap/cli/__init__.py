@@ -16,8 +16,7 @@ __all__ = ["main", "build_parser"]
 
 def _weight_arg(*names):
     """The type of a --gamma-* option: a finite number >= 0 or one of ``names``."""
-    expected = "a number, " + ", ".join(f"{n!r}" for n in names[:-1]) + f" or {names[-1]!r}" \
-        if len(names) > 1 else f"a number or {names[0]!r}"
+    expected = ", ".join(["a number", *map(repr, names[:-1])]) + f" or {names[-1]!r}"
 
     def parse(text):
         if text in names:

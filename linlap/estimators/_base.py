@@ -253,9 +253,8 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
                              + (f" or one of {list(self._gamma_A_names)}"
                                 if self._gamma_A_names else "")
                              + f", got {self.gamma_A!r}.")
-        numeric = (() if named_A else ("gamma_A",)) + (() if named else ("gamma_I",))
-        if numeric:
-            check_nonnegative(self, *numeric)
+        check_nonnegative(self, *(() if named_A else ("gamma_A",)),
+                          *(() if named else ("gamma_I",)))
         if auto and not named_A and not self.gamma_A > 0:
             raise ValueError("gamma_I='auto' needs gamma_A > 0 (its gamma_I = 0 candidate "
                              "is a ridge fit).")
