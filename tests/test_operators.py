@@ -344,6 +344,44 @@ def test_normal_operator_rhs_matches_dense_formula(kind, fit_intercept, many_row
                                rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("kind", ["csr64", "csr32", "dense", "csc"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("many_rows", [False, True])
+@pytest.mark.parametrize("beta", [0.0, 2.0])
+def test_normal_operator_rhs_and_residual_match_dense_formula(kind, fit_intercept, many_rows,
+                                                              beta):
+    """rhs_and_residual = (X̃_Rᵀ(mask ⊙ T), that − A Z) from F = X̃ Z and L^p F alone."""
+    rng = np.random.default_rng(14)
+    n, d = 50, 15
+    X, Xd = operator_input(kind, n, d, seed=15)
+    Lp = random_laplacian(n, rng, normalized=True)
+    Lp = Lp @ Lp
+    rows = (np.r_[rng.permutation(n), rng.choice(n, 20)] if many_rows
+            else rng.choice(n, 12, replace=False))
+    mask = rng.random((rows.size, 3)) * (rng.random((rows.size, 3)) < 0.8)
+    T = rng.standard_normal((rows.size, 3))
+    m = d + fit_intercept
+    Z = rng.standard_normal((m, 3))
+    op = NormalOperator(X, rows, lambda F: Lp @ F, alpha=0.3, beta=beta,
+                        fit_intercept=fit_intercept, mask=mask)
+    Xt = np.hstack([Xd, np.ones((n, 1))]) if fit_intercept else Xd
+    F = Xt @ Z
+    for cols in ([0, 1, 2], [2, 0]):
+        B, R = op.rhs_and_residual(T[:, cols], F[:, cols], (Lp @ F)[:, cols], Z[:, cols],
+                                   cols)
+        for jj, j in enumerate(cols):
+            A = dense_operator(Xd, rows, Lp, 0.3, beta, fit_intercept, mask_col=mask[:, j])
+            b = Xt[rows].T @ (mask[:, j] * T[:, j])
+            np.testing.assert_allclose(B[:, jj], b, rtol=1e-10, atol=1e-10)
+            np.testing.assert_allclose(R[:, jj], b - A @ Z[:, j], rtol=1e-10, atol=1e-10)
+    assert op.n_matvec == 0  # no product with A was needed
+    if beta == 0:  # L^p F is not read without a graph term
+        B0, R0 = op.rhs_and_residual(T, F, None, Z)
+        B1, R1 = op.rhs_and_residual(T, F, Lp @ F, Z)
+        np.testing.assert_array_equal(B0, B1)
+        np.testing.assert_array_equal(R0, R1)
+
+
 @pytest.mark.parametrize("with_graph", [True, False])
 def test_normal_operator_mask_columns_and_graph_laplacian(with_graph):
     rng = np.random.default_rng(12)
@@ -513,6 +551,15 @@ def test_batched_cg_preconditioned_and_indefinite_columns():
     # warm start from a point: same solution
     Xw, info_w = batched_cg(lambda P: A @ P, B, Xp + 1e-3, tol=1e-12, max_iter=200)
     np.testing.assert_allclose(Xw, Xp, rtol=1e-9, atol=1e-12)
+    # ... and with its residual given, the same iterates without the product at X0
+    X0 = Xp + 1e-3
+    calls = []
+    Xr, info_r = batched_cg(lambda P: calls.append(1) or A @ P, B, X0, tol=1e-12,
+                            max_iter=200, R0=B - A @ X0)
+    assert len(calls) == info_r.n_iter == info_w.n_iter
+    np.testing.assert_allclose(Xr, Xw, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="pass X0"):
+        batched_cg(lambda P: A @ P, B, R0=B)
     # an indefinite direction (pᵀAp <= 0) stops that column unconverged, the others
     # go on to the solution
     D = np.diag([1.0, 2.0, -1.0])

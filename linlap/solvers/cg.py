@@ -65,6 +65,7 @@ def batched_cg(
     warn=True,
     name="CG",
     column_matvec=False,
+    R0=None,
 ):
     """Solve ``A X = B`` column by column with conjugate gradients, sharing matvecs.
 
@@ -97,6 +98,9 @@ def batched_cg(
         Call ``matvec(P, columns)``, where ``columns`` are the indices (into B) of
         the columns of ``P``: for systems whose operator differs by column but
         shares the expensive passes (one active set per class in finite Newton).
+    R0 : ndarray of the same shape as B, optional
+        The residual ``B − A X0`` when the caller already has it (saves the product
+        with ``X0``); only with ``X0``.
 
     Returns
     -------
@@ -130,7 +134,12 @@ def batched_cg(
             out[...] = matvec(P, columns) if column_matvec else matvec(P)
         return out
 
-    if X0 is not None:
+    if R0 is not None:
+        if X0 is None:
+            raise ValueError("R0 is the residual of X0: pass X0 too.")
+        R = np.array(R0, dtype=np.float64).reshape(m, k)
+        R[:, zero_rhs] = 0.0  # X is 0 there
+    elif X0 is not None:
         R = B - apply(X, np.arange(k), np.empty((m, k)))
     else:
         R = B.copy()

@@ -157,14 +157,14 @@ def regulariser_line(W, dW, LF, dF, LdF, gamma_A, gamma_I, scale):
     return slope, curv
 
 
-def _solve_columns(op, B, X0, tol, max_iter):
+def _solve_columns(op, B, X0, tol, max_iter, R0=None):
     """Solve ``A_j z_j = B[:, j]``, ``A_j`` = ``op`` with mask column j, by batched CG.
 
     Every column keeps its own CG scalars while each iteration does one pass over X
-    and the graph for all the columns still running.
+    and the graph for all the columns still running. ``R0``: the residual at X0.
     """
     return batched_cg(op.matvec, B, X0, tol=tol, max_iter=max_iter, warn=False,
-                      column_matvec=True, name="LapSVM Newton conjugate gradients")
+                      column_matvec=True, name="LapSVM Newton conjugate gradients", R0=R0)
 
 
 def lapsvm_newton(
@@ -389,11 +389,18 @@ def lapsvm_newton(
         slack = tol if tight else max(LOOSE_TOL, tol)
         cg = dict(tol=tol, max_iter=cg_max_iter) if tight else \
             dict(tol=slack, max_iter=min(LOOSE_CG_ITER, cg_max_iter))
-        B = op.rhs(Yc, np.arange(cols.size))
-        if balance is None:
-            Zbar, info = _solve_columns(op, B, Z[:, cols], **cg)
+        both = getattr(op, "rhs_and_residual", None)  # not on every base_operator
+        if balance is None and both is not None:
+            # the CG starts at the current point, whose F and L^p F are kept up to
+            # date: its residual needs one Xᵀ pass, not a product with A
+            B, R0 = both(Yc, F[:, cols], None if lap is None else LF[:, cols], Z[:, cols],
+                         np.arange(cols.size))
+            Zbar, info = _solve_columns(op, B, Z[:, cols], R0=R0, **cg)
+        elif balance is None:
+            Zbar, info = _solve_columns(op, op.rhs(Yc, np.arange(cols.size)), Z[:, cols], **cg)
         else:
-            B = np.hstack([B, np.repeat(c[:, None], cols.size, axis=1)])
+            B = np.hstack([op.rhs(Yc, np.arange(cols.size)),
+                           np.repeat(c[:, None], cols.size, axis=1)])
             sol, info = _solve_columns(op, B, np.hstack([Z0[:, cols], Z1[:, cols]]), **cg)
             Z0[:, cols], Z1[:, cols] = sol[:, :cols.size], sol[:, cols.size:]
             nu = (r[cols] - c @ Z0[:, cols]) / (c @ Z1[:, cols])

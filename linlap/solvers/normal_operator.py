@@ -325,11 +325,46 @@ class NormalOperator:
         w = self.loss_weights(T.shape[1], columns)
         if w is not None:
             T = T * w
-        if 2 * self.rows.size > self.X.shape[0]:
+        if self._many_rows():
             # many (or repeated) rows: sum the targets per row, do not copy most of X
-            U = np.empty((self.X.shape[0], T.shape[1]))
-            for j in range(T.shape[1]):
-                U[:, j] = np.bincount(self.rows, weights=T[:, j], minlength=U.shape[0])
+            U = self._per_row(T)
             zero = np.zeros((self.shape[0], U.shape[1]))
             return self._backward(U, 1.0, 0.0, zero, np.empty_like(zero))
         return augmented_rows_T(self.X[self.rows], T, self.fit_intercept)
+
+    def rhs_and_residual(self, T, F, LF, Z, columns=None):
+        """``B = rhs(T)`` and the residual ``B − A Z``, given ``F = X̃ Z`` and ``LF = L^p F``.
+
+        ``A Z = X̃_Rᵀ (mask ⊙ F_R) + β X̃ᵀ LF + α [Z[:d]; 0]``, so the residual is
+        ``X̃ᵀ (Σ_R mask ⊙ (T − F_R) − β LF) − α [Z[:d]; 0]``: one Xᵀ pass, without the
+        pass forward and the graph pass of a product (a warm-started CG's first
+        residual when the caller keeps F and L^p F up to date, as finite Newton does).
+        With many loss rows B rides on the same pass (its columns next to the
+        residual's); LF is not read when β = 0.
+        """
+        T = np.asarray(T, dtype=np.float64)
+        Z = self._check_block(Z)
+        c = T.shape[1]
+        w = self.loss_weights(c, columns)
+        D = T - np.asarray(F, dtype=np.float64)[self.rows]
+        if w is not None:
+            T, D = T * w, D * w
+        many = self._many_rows()
+        U = self._per_row(np.hstack([T, D]) if many else D)
+        if self.beta != 0:
+            U[:, -c:] -= self.beta * np.asarray(LF, dtype=np.float64)
+        Z2 = np.hstack([np.zeros_like(Z), Z]) if many else np.ascontiguousarray(Z)
+        out = self._backward(U, 1.0, -self.alpha, Z2, np.empty(Z2.shape))
+        if many:
+            return out[:, :c], out[:, c:]
+        return augmented_rows_T(self.X[self.rows], T, self.fit_intercept), out
+
+    def _many_rows(self):
+        return 2 * self.rows.size > self.X.shape[0]
+
+    def _per_row(self, T):
+        """(n, k): the values T of the loss rows summed per training row."""
+        U = np.empty((self.X.shape[0], T.shape[1]))
+        for j in range(T.shape[1]):
+            U[:, j] = np.bincount(self.rows, weights=T[:, j], minlength=U.shape[0])
+        return U
