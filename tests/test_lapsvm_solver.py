@@ -181,6 +181,20 @@ def test_without_gradient_check_the_same_solution(sparse, balance):
     assert a.n_iter == b.n_iter and a.history == b.history
 
 
+@pytest.mark.parametrize("sparse", [True, False])
+def test_kept_decision_and_graph_values_match_recomputed_objective(sparse):
+    """f and L^p f, kept through the Newton steps from the CG's own products, give the
+    objective of the returned coefficients computed from scratch."""
+    X, L, labeled, T = random_problem(n=60, d=15, l=20, k=2, seed=9, sparse=sparse)
+    kw = dict(gamma_A=GA, gamma_I=GI, scale=1.0 / np.trace(L))
+    sol = lapsvm_newton(X, T, labeled, lambda F: L @ F, tol=1e-8, gradient_check=False, **kw)
+    assert sol.n_iter > 1
+    J = lapsvm_objective(X, T, labeled, lambda F: L @ F, sol.coef, sol.intercept, **kw)
+    np.testing.assert_allclose(sol.state["objective"], J, rtol=1e-10)
+    np.testing.assert_allclose(sol.decision, dense(X) @ sol.coef.T + sol.intercept,
+                               rtol=1e-9, atol=1e-11)
+
+
 def test_gamma_I_zero_is_supervised_l2svm():
     """Without the graph term: the supervised (1/l) Σ max(0, 1−yf)² + γ_A‖w‖² on l rows."""
     X, L, labeled, T = random_problem(k=2, seed=9)

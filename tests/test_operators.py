@@ -382,6 +382,32 @@ def test_normal_operator_rhs_and_residual_match_dense_formula(kind, fit_intercep
         np.testing.assert_array_equal(R0, R1)
 
 
+@pytest.mark.parametrize("kind", ["csr64", "dense"])
+@pytest.mark.parametrize("beta", [0.0, 2.0])
+def test_normal_operator_keeps_its_last_products(kind, beta):
+    rng = np.random.default_rng(16)
+    n, d = 40, 12
+    X, Xd = operator_input(kind, n, d, seed=17)
+    Lp = random_laplacian(n, rng, normalized=True)
+    rows = rng.choice(n, 10, replace=False)
+    op = NormalOperator(X, rows, lambda F: Lp @ F, alpha=0.3, beta=beta, keep_products=True)
+    with pytest.raises(ValueError, match="matvec first"):
+        op.last_products()
+    Xt = np.hstack([Xd, np.ones((n, 1))])
+    for width in (3, 1, 4):  # narrower and wider blocks than the buffers
+        Z = rng.standard_normal((d + 1, width))
+        A = dense_operator(Xd, rows, Lp, 0.3, beta, True)
+        np.testing.assert_allclose(op.matvec(Z), A @ Z, rtol=1e-10, atol=1e-10)
+        F, LF = op.last_products()
+        np.testing.assert_allclose(F, Xt @ Z, rtol=1e-10, atol=1e-10)
+        if beta:
+            np.testing.assert_allclose(LF, Lp @ Xt @ Z, rtol=1e-10, atol=1e-10)
+        else:
+            assert LF is None
+    with pytest.raises(ValueError, match="keep_products"):
+        NormalOperator(X, rows, None, alpha=0.3, beta=0.0).last_products()
+
+
 @pytest.mark.parametrize("with_graph", [True, False])
 def test_normal_operator_mask_columns_and_graph_laplacian(with_graph):
     rng = np.random.default_rng(12)
@@ -560,6 +586,18 @@ def test_batched_cg_preconditioned_and_indefinite_columns():
     np.testing.assert_allclose(Xr, Xw, rtol=1e-12, atol=1e-14)
     with pytest.raises(ValueError, match="pass X0"):
         batched_cg(lambda P: A @ P, B, R0=B)
+    # on_update sees every move of the iterate: the directions it names sum to X − X0
+    last, moved = {}, np.zeros_like(B)
+
+    def track(cols, alpha, positions):
+        moved[:, cols] += last["P"][:, positions] * alpha
+
+    def matvec(P):
+        last["P"] = P.copy()
+        return A @ P
+
+    Xt, _ = batched_cg(matvec, B, X0, tol=1e-12, max_iter=200, on_update=track)
+    np.testing.assert_allclose(moved, Xt - X0, rtol=1e-12, atol=1e-12)
     # an indefinite direction (pᵀAp <= 0) stops that column unconverged, the others
     # go on to the solution
     D = np.diag([1.0, 2.0, -1.0])
@@ -569,6 +607,18 @@ def test_batched_cg_preconditioned_and_indefinite_columns():
     assert list(info_d.converged) == [True, True, False]
     np.testing.assert_allclose(Xd[:, :2], np.linalg.solve(D, E)[:, :2])
     assert np.all(Xd[:, 2] == 0)
+    # ... and on_update is told which columns of the product still move
+    moved = np.zeros((3, 3))
+
+    def matvec_d(P):
+        last["P"] = P.copy()
+        return D @ P
+
+    with pytest.warns(Warning, match="did not converge"):
+        Xd2, _ = batched_cg(matvec_d, E, tol=1e-12, max_iter=10, on_update=lambda c, a, p:
+                            moved.__setitem__((slice(None), c),
+                                              moved[:, c] + last["P"][:, p] * a))
+    np.testing.assert_allclose(moved, Xd2, atol=1e-14)
 
 
 def test_serial_build_of_each_kernel_equals_the_parallel_one():

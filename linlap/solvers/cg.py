@@ -66,6 +66,7 @@ def batched_cg(
     name="CG",
     column_matvec=False,
     R0=None,
+    on_update=None,
 ):
     """Solve ``A X = B`` column by column with conjugate gradients, sharing matvecs.
 
@@ -101,6 +102,12 @@ def batched_cg(
     R0 : ndarray of the same shape as B, optional
         The residual ``B − A X0`` when the caller already has it (saves the product
         with ``X0``); only with ``X0``.
+    on_update : callable, optional
+        Called as ``on_update(columns, alpha, positions)`` after each product, as the
+        columns ``columns`` (indices into B) of the iterate move by ``alpha`` times
+        the directions just multiplied, which were the columns ``positions`` of that
+        product's block: for a caller tracking a linear image of the iterate (finite
+        Newton keeps ``X̃ x`` and ``L^p X̃ x`` from the operator's own passes).
 
     Returns
     -------
@@ -183,7 +190,9 @@ def batched_cg(
         column_dots(Pa, APa, pAp[:na])
         # pAp <= 0 can only come from round-off (A is SPD): stop those columns.
         ok = pAp[:na] > 0
+        positions = None
         if not ok.all():
+            positions = np.flatnonzero(ok)
             active[cols[~ok]] = False
             APa_ok = APa[:, ok].copy()
             pAp[: ok.sum()] = pAp[:na][ok]
@@ -193,6 +202,8 @@ def batched_cg(
             na = cols.size
             APa[...] = APa_ok
         alpha = rz[cols] / pAp[:na]
+        if on_update is not None:
+            on_update(cols, alpha, np.arange(na) if positions is None else positions)
         cg_update(Xa, Ra, Pa, APa, alpha, rr[:na])
         if precond is not None:
             Za = np.ascontiguousarray(precond(Ra), dtype=np.float64)

@@ -157,14 +157,16 @@ def regulariser_line(W, dW, LF, dF, LdF, gamma_A, gamma_I, scale):
     return slope, curv
 
 
-def _solve_columns(op, B, X0, tol, max_iter, R0=None):
+def _solve_columns(op, B, X0, tol, max_iter, R0=None, on_update=None):
     """Solve ``A_j z_j = B[:, j]``, ``A_j`` = ``op`` with mask column j, by batched CG.
 
     Every column keeps its own CG scalars while each iteration does one pass over X
-    and the graph for all the columns still running. ``R0``: the residual at X0.
+    and the graph for all the columns still running. ``R0``: the residual at X0;
+    ``on_update``: see :func:`~linlap.solvers.cg.batched_cg`.
     """
     return batched_cg(op.matvec, B, X0, tol=tol, max_iter=max_iter, warn=False,
-                      column_matvec=True, name="LapSVM Newton conjugate gradients", R0=R0)
+                      column_matvec=True, name="LapSVM Newton conjugate gradients", R0=R0,
+                      on_update=on_update)
 
 
 def lapsvm_newton(
@@ -314,14 +316,15 @@ def lapsvm_newton(
     if gamma_I > 0 and not callable(laplacian_matvec):
         raise ValueError("laplacian_matvec must be a callable F -> L^p F when gamma_I > 0.")
 
-    def operator(mask=None):
+    def operator(mask=None, keep_products=False):
         if Wt is not None and mask is None:  # weighted loss rows (else: mask carries Wt)
             mask = Wt
         if base_operator is not None:
             return base_operator.with_loss(rows, mask, alpha=gamma_A * l,
                                            beta=gamma_I * scale * l)
         return NormalOperator(X, rows, lap, alpha=gamma_A * l, beta=gamma_I * scale * l,
-                              fit_intercept=fit_intercept, mask=mask)
+                              fit_intercept=fit_intercept, mask=mask,
+                              keep_products=keep_products)
 
     def active(Yc, Oc, cols):
         """Active set of the columns ``cols``, and the mask that weights its rows."""
@@ -385,17 +388,33 @@ def lapsvm_newton(
         act, actw = active(Yc, Oc, cols)
         # with balance, column j + |cols| (the constraint column z₁ of class j) shares
         # class j's active set
-        op = operator(mask=actw if balance is None else np.hstack([actw, actw]))
+        # the products with a NormalOperator keep their passes (below)
+        op = operator(mask=actw if balance is None else np.hstack([actw, actw]),
+                      keep_products=balance is None)
         slack = tol if tight else max(LOOSE_TOL, tol)
         cg = dict(tol=tol, max_iter=cg_max_iter) if tight else \
             dict(tol=slack, max_iter=min(LOOSE_CG_ITER, cg_max_iter))
-        both = getattr(op, "rhs_and_residual", None)  # not on every base_operator
-        if balance is None and both is not None:
-            # the CG starts at the current point, whose F and L^p F are kept up to
-            # date: its residual needs one Xᵀ pass, not a product with A
-            B, R0 = both(Yc, F[:, cols], None if lap is None else LF[:, cols], Z[:, cols],
-                         np.arange(cols.size))
-            Zbar, info = _solve_columns(op, B, Z[:, cols], R0=R0, **cg)
+        tracked = None
+        if balance is None and base_operator is None:
+            # The CG starts at the current point, whose F and L^p F are kept up to
+            # date: its residual needs one Xᵀ pass, not a product with A; and the
+            # Newton step's images X̃ dz and L^p X̃ dz are summed from the CG's own
+            # products (dz = Σ α_i p_i), not recomputed by two more passes.
+            B, R0 = op.rhs_and_residual(Yc, F[:, cols], None if lap is None else LF[:, cols],
+                                        Z[:, cols], np.arange(cols.size))
+            if np.all(np.any(B != 0, axis=0)):  # (CG sets a zero column's z to 0 directly)
+                tracked = (np.zeros((n, cols.size)),
+                           np.zeros((n, cols.size)) if lap is not None else None)
+
+            def on_update(cc, alpha, positions):
+                if tracked is None:
+                    return
+                Fp, LFp = op.last_products()
+                tracked[0][:, cc] += Fp[:, positions] * alpha
+                if LFp is not None:
+                    tracked[1][:, cc] += LFp[:, positions] * alpha
+
+            Zbar, info = _solve_columns(op, B, Z[:, cols], R0=R0, on_update=on_update, **cg)
         elif balance is None:
             Zbar, info = _solve_columns(op, op.rhs(Yc, np.arange(cols.size)), Z[:, cols], **cg)
         else:
@@ -408,8 +427,11 @@ def lapsvm_newton(
         cg_iter += info.n_iter
 
         dZ = Zbar - Z[:, cols]
-        dF = op.decision(dZ)
-        LdF = lap(dF) if lap is not None else None
+        if tracked is not None:
+            dF, LdF = tracked
+        else:
+            dF = op.decision(dZ)
+            LdF = lap(dF) if lap is not None else None
         Obar = Oc + dF[rows]
         slope, curv = regulariser_line(Z[:d, cols], dZ[:d], None if lap is None else LF[:, cols],
                                        dF, LdF, gamma_A, gamma_I, scale)

@@ -120,6 +120,9 @@ class NormalOperator:
         Row blocks of the ``Xᵀ U`` kernel (each has its own (d, c) buffer); default
         the number of numba threads, reduced so the buffers stay within
         ``BLOCK_MEMORY`` bytes.
+    keep_products : bool, default=False
+        Keep ``X̃ Z`` and ``L^p X̃ Z`` of the last :meth:`matvec` for
+        :meth:`last_products` (one more (n, k) buffer and a copy per product).
 
     Attributes
     ----------
@@ -128,7 +131,7 @@ class NormalOperator:
     """
 
     def __init__(self, X, rows, laplacian_matvec, *, alpha, beta, fit_intercept=True,
-                 mask=None, n_blocks=None):
+                 mask=None, n_blocks=None, keep_products=False):
         if not (sp.issparse(X) or isinstance(X, np.ndarray)) or X.ndim != 2:
             raise ValueError("X must be a 2-D ndarray or scipy sparse matrix.")
         self.X = X
@@ -149,6 +152,8 @@ class NormalOperator:
         self.shape = (self.n_features + self.fit_intercept,) * 2
         self.n_matvec = 0
         self.n_blocks = n_blocks
+        self.keep_products = bool(keep_products)
+        self._last_cols = 0
         self._fast = _is_fast_csr(X)
         self._lap_out = callable(laplacian_matvec) and accepts_keyword(laplacian_matvec, "out")
         self._lap_work = self._lap_out and accepts_keyword(laplacian_matvec, "work")
@@ -162,6 +167,8 @@ class NormalOperator:
             n, d = self.X.shape
             ws = {"F": np.empty(n * c), "U": np.empty(n * c), "work": np.empty(n * c),
                   "arange": np.arange(c, dtype=np.intp)}
+            if self.keep_products and self.beta != 0:
+                ws["LF"] = np.empty(n * c)
             if self._fast:
                 from numba import get_num_threads
 
@@ -211,6 +218,8 @@ class NormalOperator:
                 self.laplacian_matvec(F, out=U)
             else:
                 U[...] = self.laplacian_matvec(F)
+            if self.keep_products:
+                self._view("LF", n, c)[...] = U
             if abs(coef) < 1e-150:  # 1/β below would overflow: scale U instead
                 U *= coef
                 coef = 1.0
@@ -313,6 +322,7 @@ class NormalOperator:
         self._workspace(c)
         F = self._forward(Z2, self._view("F", self.X.shape[0], c))
         self._apply(F, Z2, columns, res)
+        self._last_cols = c
         if out is not None:
             return out
         return res[:, 0] if vector else res
@@ -331,6 +341,16 @@ class NormalOperator:
             zero = np.zeros((self.shape[0], U.shape[1]))
             return self._backward(U, 1.0, 0.0, zero, np.empty_like(zero))
         return augmented_rows_T(self.X[self.rows], T, self.fit_intercept)
+
+    def last_products(self):
+        """``(X̃ Z, L^p X̃ Z)`` of the last :meth:`matvec` (views of its buffers, valid
+        until the next product; the second is None without a graph term). Needs
+        ``keep_products=True``."""
+        if not self.keep_products or not self._last_cols:
+            raise ValueError("last_products needs keep_products=True and a matvec first.")
+        n, c = self.X.shape[0], self._last_cols
+        return (self._view("F", n, c),
+                self._view("LF", n, c) if self.beta != 0 else None)
 
     def rhs_and_residual(self, T, F, LF, Z, columns=None):
         """``B = rhs(T)`` and the residual ``B − A Z``, given ``F = X̃ Z`` and ``LF = L^p F``.
