@@ -195,6 +195,35 @@ def test_kept_decision_and_graph_values_match_recomputed_objective(sparse):
                                rtol=1e-9, atol=1e-11)
 
 
+@pytest.mark.parametrize("gamma_I", [GI, 0.0])
+def test_init_decision_starts_without_passes_and_changes_nothing(gamma_I):
+    """A loose solve's f and L^p f (state['laplacian_decision']) start the next solve:
+    the same solution, without the first pass forward and graph pass."""
+    X, L, labeled, T = random_problem(n=60, d=15, l=20, k=2, seed=10, sparse=True)
+    calls = []
+
+    def lap(F):
+        calls.append(1)
+        return L @ F
+
+    kw = dict(gamma_A=GA, gamma_I=gamma_I, scale=1.0 / np.trace(L))
+    first = lapsvm_newton(X, T, labeled, lap, tol=1e-2, gradient_check=False, **kw)
+    assert "laplacian_decision" in first.state
+    weights = np.linspace(0.5, 1.5, labeled.size) / labeled.size  # another problem
+    n0 = len(calls)
+    a = lapsvm_newton(X, T, labeled, lap, tol=1e-8, init=first, row_weights=weights, **kw)
+    n1 = len(calls)
+    b = lapsvm_newton(X, T, labeled, lap, tol=1e-8, init=first, row_weights=weights,
+                      init_decision=(first.decision, first.state["laplacian_decision"]), **kw)
+    if gamma_I:
+        assert len(calls) - n1 == (n1 - n0) - 1  # no L^p f at the start
+    else:
+        assert len(calls) == n0 == 0
+    # (equal to the solves' tolerance: the kept f differs from X̃ z by round-off)
+    np.testing.assert_allclose(b.coef, a.coef, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(b.intercept, a.intercept, rtol=1e-7, atol=1e-9)
+
+
 def test_gamma_I_zero_is_supervised_l2svm():
     """Without the graph term: the supervised (1/l) Σ max(0, 1−yf)² + γ_A‖w‖² on l rows."""
     X, L, labeled, T = random_problem(k=2, seed=9)

@@ -189,6 +189,7 @@ def lapsvm_newton(
     row_weights=None,
     base_operator=None,
     gradient_check=True,
+    init_decision=None,
 ):
     """Minimise the linear LapSVM (squared hinge) objective by finite Newton.
 
@@ -273,7 +274,13 @@ def lapsvm_newton(
         (one more product with the operator and two right-hand sides). False: return
         the decision values the Newton steps updated and ``residual = nan`` — for
         callers that solve many warm-started problems and use only the last residual
-        (:func:`linlap.solvers.s3vm.s3vm_annealing`).
+        (:func:`linlap.solvers.s3vm.s3vm_annealing`); ``state`` then also holds
+        ``laplacian_decision``, ``L^p`` of those decision values (None without a graph
+        term).
+    init_decision : tuple (F, LF), optional
+        ``F = X̃ z`` and ``L^p F`` of ``init``'s coefficients on this X and graph —
+        a previous solve's ``decision`` and ``state['laplacian_decision']`` — to start
+        from without their passes. Ignored with ``balance`` (the start moves then).
 
     Returns
     -------
@@ -366,8 +373,15 @@ def lapsvm_newton(
                              "have zero mean and there is no intercept.")
         Z += np.outer(e, (r - c @ Z) / (c @ e))
 
-    F = operator().decision(Z)
-    LF = lap(F) if lap is not None else None
+    if init_decision is not None and init is not None and balance is None:
+        F = np.array(init_decision[0], dtype=np.float64).reshape(n, k)
+        LF = None
+        if lap is not None:
+            LF = (lap(F) if init_decision[1] is None
+                  else np.array(init_decision[1], dtype=np.float64).reshape(n, k))
+    else:
+        F = operator().decision(Z)
+        LF = lap(F) if lap is not None else None
     O = F[rows]
     J = _objective(Y, O, Z[:d], F, LF, gamma_A, gamma_I, scale,
                    weights=None if Wt is None else Wt / l)
@@ -494,6 +508,7 @@ def lapsvm_newton(
     intercept = Z[d].copy() if fit_intercept else np.zeros(k)
     state = {"cg_iter": cg_iter, "objective": J.copy(), "Z1": Z1 if c is not None else None}
     if not gradient_check:
+        state["laplacian_decision"] = LF
         return LinearSolution(coef, intercept, F, n_iter, float("nan"), converged, state,
                               history)
     # Final decision values and the relative gradient norm (one more shared matvec).

@@ -351,6 +351,9 @@ class _Solver:
         # the loose solves while annealing: no final gradient check (its residual is
         # never reported; it costs a product and two passes over X per solve)
         kw = dict(kw, gradient_check=tol <= self.tol)
+        if init is not None and "laplacian_decision" in init.state:
+            # a loose solve's f and L^p f: the next solve starts without their passes
+            kw["init_decision"] = (init.decision, init.state["laplacian_decision"])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             bal = {} if self.mean is None else dict(balance=self.mean, unlabeled_rows=self.U)
