@@ -5,7 +5,7 @@
                          [--rows 'LapSVMClassifier(;...']
     python bench/s3vm.py --select [--draws 10] [--class-prior predicted]
     python bench/s3vm.py --multiclass --data-dir DIR [--draws 3]
-    python bench/s3vm.py --memory 100000
+    python bench/s3vm.py --memory 100000 [--timing]
     python bench/s3vm.py --prior-estimates [--sets pcmac,pcmac@0.7,...]
 
 Sets: ``pcmac`` (bundled) and the 20 Newsgroups pairs ``graphics-windows``
@@ -276,8 +276,10 @@ def multiclass(draws, ddir, rows=None):
               f"{(tm / base).mean():.1f}, {(tm / base).max():.1f} |", flush=True)
 
 
-def memory(n):
-    """Traced peak of one LapSVM and one LapS3VM fit on a synthetic corpus of n rows."""
+def memory(n, timing=False):
+    """Traced peak of one LapSVM and one LapS3VM fit on a synthetic corpus of n rows
+    (``timing``: instead, the median time of three untraced fits of each, after a
+    warm-up pair)."""
     import tracemalloc
 
     from linlap.datasets import make_text_corpus
@@ -289,6 +291,20 @@ def memory(n):
     print(f"\nmake_text_corpus({n}): {X.shape[1]} features, X {xb:.0f} MB; 10-NN graph "
           f"{time.perf_counter() - t:.0f} s; 1,000 labels\n")
     ys = mask_labels(y, 1000, random_state=0)
+    if timing:
+        kinds = (LapSVMClassifier, LapS3VMClassifier)
+        for kind in kinds:  # warm-up (JIT compilation)
+            kind(graph=graph).fit(X, ys)
+        times = {kind: [] for kind in kinds}
+        for _ in range(3):
+            for kind in kinds:
+                t = time.perf_counter()
+                kind(graph=graph).fit(X, ys)
+                times[kind].append(time.perf_counter() - t)
+        a, b = (np.median(times[kind]) for kind in kinds)
+        print(f"| LapSVMClassifier | LapS3VMClassifier | ratio |\n|---|---|---|\n"
+              f"| {a:.2f} s | {b:.2f} s | {b / a:.1f}× |")
+        return
     print("| fit | time s | traced peak MB (numpy allocations during fit) |")
     print("|---|---|---|")
     for _ in range(2):  # the first round includes JIT compilation
@@ -440,6 +456,8 @@ def main():
                     help="run the 20-class 20 Newsgroups protocol (5 labels per class) instead")
     ap.add_argument("--memory", type=int, default=None, metavar="N",
                     help="traced fit memory of LapSVM and LapS3VM on N synthetic rows instead")
+    ap.add_argument("--timing", action="store_true",
+                    help="with --memory: median untraced fit times instead of memory")
     ap.add_argument("--prior-estimates", action="store_true",
                     help="diagnostic: error of class-balance estimates on the unlabeled rows")
     ap.add_argument("--gamma-I-sweep", action="store_true",
@@ -454,7 +472,7 @@ def main():
         select(args.draws, args.class_prior)
         return
     if args.memory:
-        memory(args.memory)
+        memory(args.memory, args.timing)
         return
     if args.multiclass:
         multiclass(args.draws, args.data_dir, args.rows)
