@@ -416,17 +416,16 @@ def lapsvm_newton(
             # products (dz = Σ α_i p_i), not recomputed by two more passes.
             B, R0 = op.rhs_and_residual(Yc, F[:, cols], None if lap is None else LF[:, cols],
                                         Z[:, cols], np.arange(cols.size))
+            on_update = None
             if np.all(np.any(B != 0, axis=0)):  # (CG sets a zero column's z to 0 directly)
                 tracked = (np.zeros((n, cols.size)),
                            np.zeros((n, cols.size)) if lap is not None else None)
 
-            def on_update(cc, alpha, positions):
-                if tracked is None:
-                    return
-                Fp, LFp = op.last_products()
-                tracked[0][:, cc] += Fp[:, positions] * alpha
-                if LFp is not None:
-                    tracked[1][:, cc] += LFp[:, positions] * alpha
+                def on_update(cc, alpha, positions):
+                    Fp, LFp = op.last_products()
+                    tracked[0][:, cc] += Fp[:, positions] * alpha
+                    if LFp is not None:
+                        tracked[1][:, cc] += LFp[:, positions] * alpha
 
             Zbar, info = _solve_columns(op, B, Z[:, cols], R0=R0, on_update=on_update, **cg)
         elif balance is None:

@@ -368,16 +368,16 @@ class NormalOperator:
         w = self.loss_weights(c, columns)
         D = T - np.asarray(F, dtype=np.float64)[self.rows]
         if w is not None:
-            T, D = T * w, D * w
+            D = D * w
         many = self._many_rows()
-        U = self._per_row(np.hstack([T, D]) if many else D)
+        U = self._per_row(np.hstack([T if w is None else T * w, D]) if many else D)
         if self.beta != 0:
             U[:, -c:] -= self.beta * np.asarray(LF, dtype=np.float64)
         Z2 = np.hstack([np.zeros_like(Z), Z]) if many else np.ascontiguousarray(Z)
         out = self._backward(U, 1.0, -self.alpha, Z2, np.empty(Z2.shape))
         if many:
             return out[:, :c], out[:, c:]
-        return augmented_rows_T(self.X[self.rows], T, self.fit_intercept), out
+        return self.rhs(T, columns), out  # few rows: B from their slice of X
 
     def _many_rows(self):
         return 2 * self.rows.size > self.X.shape[0]

@@ -178,12 +178,14 @@ def s3vm_objective(X, targets, labeled_rows, unlabeled_rows, laplacian_matvec, c
 
 
 def _objective_values(F, Wc, Y, rows, U, laplacian_matvec, gamma_A, gamma_I, gamma_U, scale,
-                      P):
+                      P, LF=None):
     """The S³VM objective per column from checked arrays: F the decision values of all
-    rows (n, k), Wc the weights (d, k), P the labels of the rows U (u, k)."""
+    rows (n, k), Wc the weights (d, k), P the labels of the rows U (u, k); ``LF``:
+    ``L^p F`` when the caller has it (else one graph product)."""
     J = _sq_hinge(Y * F[rows]).mean(axis=0) + gamma_A * np.einsum("ij,ij->j", Wc, Wc)
     if gamma_I > 0:
-        J = J + gamma_I * scale * np.einsum("ij,ij->j", F, laplacian_matvec(F))
+        LF = laplacian_matvec(F) if LF is None else LF
+        J = J + gamma_I * scale * np.einsum("ij,ij->j", F, LF)
     FU = F[U]
     P = np.asarray(P, dtype=np.float64).reshape(U.size, Y.shape[1])
     return J + gamma_U * np.mean(P * _sq_hinge(FU) + (1 - P) * _sq_hinge(-FU), axis=0)
@@ -575,10 +577,12 @@ def s3vm_annealing(
 
 def _objective_from(S, sol, P):
     """S³VM objective at the solver's current point and labels P (per column), from the
-    solve's own decision values (no pass over X, no re-validation)."""
+    solve's own decision values and, when it kept it, their L^p f (no pass over X, no
+    graph product, no re-validation)."""
     kw = S.kw
     return _objective_values(sol.decision, sol.coef.T, S.Y, S.rows, S.U, S.lap, kw["gamma_A"],
-                             kw["gamma_I"], S.gamma_U, kw["scale"], P)
+                             kw["gamma_I"], S.gamma_U, kw["scale"], P,
+                             LF=sol.state.get("laplacian_decision"))
 
 
 def _switch(Yu, FU, max_switches):
