@@ -3,6 +3,7 @@
 J(w, b) = (1/l) Σ_labeled max(0, 1 − y f)² + γ_A ‖w‖² + γ_I s fᵀ L^p f, f = Xw + b.
 """
 
+import importlib
 import warnings
 
 import numpy as np
@@ -305,6 +306,45 @@ def test_line_search_is_exact(seed):
     h = 1e-6  # φ′(δ) = 0 (φ is C¹)
     dphi = (phi(np.array([delta + h])) - phi(np.array([delta - h])))[0] / (2 * h)
     assert abs(dphi) < 1e-6
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("sorted_below", [None, 3])
+def test_line_search_by_selection_is_exact(seed, sorted_below, monkeypatch):
+    """Many rows (the breakpoints halved by selection before the sort), or few with the
+    selection forced down to 3 breakpoints (ties included): the step is the root of φ′
+    found by bisection on the dense formula."""
+    newton = importlib.import_module("linlap.solvers.lapsvm_newton")
+    if sorted_below is not None:
+        monkeypatch.setattr(newton, "_LINE_SEARCH_SORTED", sorted_below)
+    rng = np.random.default_rng(seed)
+    l = 4000 if sorted_below is None else 40
+    y = rng.choice([-1.0, 1.0], l)
+    o = rng.normal(scale=1.5, size=l)
+    o_bar = y * rng.uniform(0.0, 2.0, l) + rng.normal(scale=0.7, size=l)
+    if sorted_below is not None:  # tied breakpoints
+        o, o_bar = np.round(o, 1), np.round(o_bar, 1)
+    w = rng.uniform(0.2, 2.0, l) if seed % 2 else None
+    slope = rng.normal() * 0.3
+    curv = abs(rng.normal()) * (0 if seed % 3 == 0 else 0.2)
+
+    def dphi(delta):
+        oo = o + delta * (o_bar - o)
+        on = y * oo < 1
+        ww = np.ones(l) if w is None else w
+        return slope + 2 * curv * delta + 2 / l * np.sum((ww * (o_bar - o) * (oo - y))[on])
+
+    delta = squared_hinge_line_search(y, o, o_bar, slope, curv, l, weights=w)
+    if dphi(0.0) >= 0:
+        assert delta == 0.0
+        return
+    lo, hi = 0.0, 1.0
+    while dphi(hi) < 0:
+        lo, hi = hi, 2 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if dphi(mid) < 0 else (lo, mid)
+    assert delta == pytest.approx(0.5 * (lo + hi), rel=1e-9, abs=1e-12)
 
 
 def test_regulariser_line_is_exact():

@@ -78,6 +78,10 @@ def lapsvm_objective(X, targets, labeled_rows, laplacian_matvec, coef, intercept
     return _objective(Y, F[rows], W, F, LF, gamma_A, gamma_I, scale, loss)
 
 
+#: Breakpoints left when the line search stops halving by selection and sorts.
+_LINE_SEARCH_SORTED = 512
+
+
 def squared_hinge_line_search(y, o, o_bar, reg_slope, reg_curvature, n_labeled,
                               weights=None):
     """Exact minimiser over δ ≥ 0 of the 1-D finite Newton objective.
@@ -91,9 +95,10 @@ def squared_hinge_line_search(y, o, o_bar, reg_slope, reg_curvature, n_labeled,
     where the last two terms are the exact quadratic of the regularisers along the
     line. φ is convex and C¹; φ′ is piecewise linear with breakpoints
     ``δ_i = (1 − y_i o_i) / (y_i d_i)`` where rows enter or leave the active set.
-    Starting from φ′(0) on the current active set, the sorted breakpoints are walked
-    (vectorised by cumulative sums) to the first zero crossing of φ′. The step may
-    exceed 1.
+    Starting from φ′(0) on the current active set, the breakpoints are halved by
+    selection (evaluating φ′ at their median) until a few hundred remain around the
+    zero, which are sorted and walked (vectorised by cumulative sums) to the first zero
+    crossing of φ′: linear time in the rows. The step may exceed 1.
 
     Parameters
     ----------
@@ -128,17 +133,34 @@ def squared_hinge_line_search(y, o, o_bar, reg_slope, reg_curvature, n_labeled,
     change = np.flatnonzero(leave | enter)
     t = (1.0 - yo[change]) / yd[change]
     sign = np.where(enter[change], 1.0, -1.0)
+    dg, dh = sign * rows_g[change], sign * rows_h[change]
+    # φ′ is continuous and nondecreasing, so its zero lies on the piece where it changes
+    # sign. Halve the breakpoints by selection (linear time) until few remain — passing
+    # a median moves (g, h) to the piece beyond it — and sort only those.
+    passed_end = 1.0  # where the pieces handed to the sort start (for the fallback below)
+    while t.size > _LINE_SEARCH_SORTED:
+        pivot = np.partition(t, t.size // 2)[t.size // 2]
+        passed = t <= pivot
+        g_p, h_p = g + dg[passed].sum(), h + dh[passed].sum()
+        if g_p + h_p * pivot >= 0:
+            if passed.all():  # ties at the median: nothing to drop
+                break
+            keep = passed
+        else:
+            g, h, passed_end = g_p, h_p, pivot
+            keep = ~passed
+        t, dg, dh = t[keep], dg[keep], dh[keep]
     order = np.argsort(t, kind="stable")
-    t, change, sign = t[order], change[order], sign[order]
-    # Coefficients of φ′ on piece m = [t_{m-1}, t_m] (piece 0 starts at 0).
-    G = g + np.concatenate([[0.0], np.cumsum(sign * rows_g[change])])
-    H = h + np.concatenate([[0.0], np.cumsum(sign * rows_h[change])])
-    # φ′ is continuous and nondecreasing: the zero lies on the first piece whose
-    # right end has φ′ ≥ 0, or on the last (unbounded) piece.
+    t, dg, dh = t[order], dg[order], dh[order]
+    # Coefficients of φ′ on piece m = [t_{m-1}, t_m] (piece 0 starts where the
+    # selection left off).
+    G = g + np.concatenate([[0.0], np.cumsum(dg)])
+    H = h + np.concatenate([[0.0], np.cumsum(dh)])
+    # The zero lies on the first piece whose right end has φ′ ≥ 0, or on the last.
     crossed = np.flatnonzero(G[:-1] + H[:-1] * t >= 0)
     m = crossed[0] if crossed.size else t.size
     if H[m] <= 0:  # flat last piece (round-off): any point past the last breakpoint
-        return float(t[-1]) if t.size else 1.0
+        return float(t[-1]) if t.size else passed_end
     return float(-G[m] / H[m])
 
 

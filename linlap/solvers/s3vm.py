@@ -27,7 +27,6 @@ With ``γ_I = 0`` they are the linear S³VMs of SVMlin (DA and TSVM); with
 import warnings
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 
@@ -68,14 +67,60 @@ def _check_unlabeled(n, labeled_rows, unlabeled_rows):
     return U
 
 
+def _balance_root(g, fraction, temperature):
+    """ν with ``mean(expit((ν − g)/T)) = fraction``, and those probabilities.
+
+    The mean is increasing in ν with derivative ``mean(s (1 − s))/T``: Newton's
+    iteration from the ``fraction``-quantile of g (the root's limit as T → 0), kept
+    inside a bracket that every evaluation narrows, and bisection when a step leaves
+    it. Stops when the step or the bracket is below ``1e-14 · max(1, max |g|)``, or
+    the balance holds to round-off: 3–5 passes over g at the annealing temperatures
+    (a bracketing method such as Brent's needs about twenty).
+    """
+    u = g.size
+    lo, hi = g.min() - 50 * temperature, g.max() + 50 * temperature
+    xtol = 1e-14 * max(1.0, float(np.abs(g).max()))
+    m = min(u - 1, int(fraction * u))
+    nu = float(np.partition(g, m)[m])
+    scaled = g / temperature
+    s = np.empty_like(g)
+
+    def probabilities(nu):
+        np.subtract(nu / temperature, scaled, out=s)
+        return expit(s, out=s)
+
+    for _ in range(200):
+        probabilities(nu)
+        total = s.sum()
+        excess = total / u - fraction
+        if abs(excess) <= 4 * np.finfo(float).eps:
+            break
+        if excess < 0:
+            lo = nu
+        else:
+            hi = nu
+        slope = (total - np.dot(s, s)) / (u * temperature)  # mean s (1 − s) / T
+        step = nu - excess / slope if slope > 0 else np.nan
+        if not lo < step < hi:  # also catches NaN
+            step = 0.5 * (lo + hi)
+        if abs(step - nu) <= xtol or hi - lo <= xtol:
+            nu = step
+            probabilities(nu)
+            break
+        nu = step
+    return nu, s
+
+
 def balanced_soft_labels(G, temperature, positive_fraction):
     """The label probabilities minimising the annealed objective for fixed f.
 
     Per column, minimises ``Σ_j p_j g_j + T Σ_j [p_j log p_j + (1 − p_j) log(1 − p_j)]``
     subject to ``(1/u) Σ_j p_j = π``: ``p_j = 1 / (1 + exp((g_j − ν)/T))`` with ν the
-    root of the (increasing, 1-D) balance equation, found by Brent's method. At
-    ``T = 0`` the minimiser of the linear program: ``p_j = 1`` on the ``⌊π u⌋`` rows of
-    smallest ``g_j``, one fractional entry for the remainder, 0 elsewhere.
+    root of the (increasing, 1-D) balance equation, found by a safeguarded Newton
+    iteration (:func:`_balance_root`). At ``T = 0`` the minimiser of the linear
+    program: ``p_j = 1`` on the ``⌊π u⌋`` rows of smallest ``g_j``, one fractional
+    entry for the remainder, 0 elsewhere (ties in g broken arbitrarily: the objective
+    does not depend on how); found by selection, not a sort.
 
     Parameters
     ----------
@@ -97,25 +142,19 @@ def balanced_soft_labels(G, temperature, positive_fraction):
     P = np.empty_like(G)
     for j in range(k):
         g = G[:, j]
-        if temperature <= 0:
-            order = np.argsort(g, kind="stable")
-            R = r[j] * u
-            m = int(np.floor(R))
-            p = np.zeros(u)
-            p[order[:m]] = 1.0
-            if m < u:
-                p[order[m]] = R - m
-            P[:, j] = p
+        if temperature > 0:
+            P[:, j] = _balance_root(g, r[j], float(temperature))[1]
             continue
-        T = float(temperature)
-
-        def excess(nu, g=g, rj=r[j], T=T):
-            return expit((nu - g) / T).mean() - rj
-
-        lo, hi = g.min() - 50 * T, g.max() + 50 * T
-        nu = brentq(excess, lo, hi, xtol=1e-14 * max(1.0, np.abs(g).max()), rtol=1e-15,
-                    maxiter=500)
-        P[:, j] = expit((nu - g) / T)
+        R = r[j] * u
+        m = int(np.floor(R))
+        p = np.zeros(u)
+        if m < u:
+            order = np.argpartition(g, m)  # the m smallest first, then the (m+1)-th
+            p[order[:m]] = 1.0
+            p[order[m]] = R - m
+        else:
+            p[:] = 1.0
+        P[:, j] = p
     return P
 
 
