@@ -108,6 +108,8 @@ def _balance_root(g, fraction, temperature):
             probabilities(nu)
             break
         nu = step
+    else:
+        probabilities(nu)
     return nu, s
 
 
