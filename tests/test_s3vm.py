@@ -167,6 +167,21 @@ def test_balanced_soft_labels(T):
             np.testing.assert_allclose(stat, stat.mean(), atol=1e-6)
 
 
+@pytest.mark.parametrize("T", [1e-6, 1e3])
+def test_balanced_soft_labels_extreme_temperatures_and_ties(T):
+    """Near-hard labels on tied costs (the Newton steps leave the bracket: bisection) and
+    near-uniform ones: the balance still holds, p still decreases with g."""
+    rng = np.random.default_rng(1)
+    G = np.round(rng.normal(size=(400, 2)), 1)  # many ties
+    r = np.array([0.37, 0.81])
+    P = balanced_soft_labels(G, T, r)
+    np.testing.assert_allclose(P.mean(axis=0), r, atol=1e-9)
+    for j in range(2):
+        order = np.argsort(G[:, j], kind="stable")
+        assert np.all(np.diff(P[order, j]) <= 1e-12)
+        assert np.ptp(P[G[:, j] == G[order[200], j], j]) <= 1e-12  # ties get equal p
+
+
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_balance_holds(solver):
     X, L, labeled, unlabeled, T, _ = problem(n=60, k=2, seed=7)
