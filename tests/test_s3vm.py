@@ -6,6 +6,7 @@ J(w, b, p) = (1/l) Σ_labeled V(y f) + γ_A ‖w‖² + γ_I s fᵀ L^p f
 V(t) = max(0, 1 − t)², f = Xw + b.
 """
 
+import importlib
 import itertools
 import warnings
 
@@ -21,6 +22,7 @@ from sklearn.neighbors import kneighbors_graph
 
 from linlap import KNNGraph, LapS3VMClassifier, LapSVMClassifier
 from linlap.solvers.lapsvm_newton import lapsvm_newton, squared_hinge_line_search
+from linlap.solvers.normal_operator import NormalOperator
 from linlap.solvers.s3vm import (balanced_soft_labels, s3vm_annealing, s3vm_objective,
                                  s3vm_problem, s3vm_switching)
 
@@ -411,3 +413,44 @@ def test_no_convergence_warning_by_default():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         LapS3VMClassifier().fit(X, ys)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_tight_redo_reuses_the_true_residual(sparse, fit_intercept, weighted, monkeypatch):
+    """A loose Newton step accepted and redone tightly from the same point reuses its
+    right-hand side and first residual instead of another Xᵀ pass: every R0 handed to the
+    CG equals B − A z recomputed with the step's operator, B the operator's right-hand
+    side, and fewer passes than steps are made."""
+    newton = importlib.import_module("linlap.solvers.lapsvm_newton")
+    X, L, labeled, unlabeled, T, rng = problem(n=80, d=12, l=10, seed=5 + sparse, sparse=sparse)
+    if weighted:  # the S³VM inner problem: unlabeled rows twice, soft weights
+        rows, targets, W = s3vm_problem(labeled, T, unlabeled, rng.uniform(size=(70, 1)), 1.0)
+    else:
+        rows, targets, W = labeled, T, None
+    checked, passes = [], []
+    solve = newton._solve_columns
+    rhs_and_residual = NormalOperator.rhs_and_residual
+
+    def checking_solve(op, B, X0, tol, max_iter, R0=None, on_update=None):
+        if R0 is not None:
+            B_true = op.rhs(targets, np.arange(1))
+            R_true = B_true - op.matvec(X0, np.arange(1))
+            scale = np.linalg.norm(B_true)
+            np.testing.assert_allclose(B, B_true, atol=1e-12 * scale)
+            np.testing.assert_allclose(R0, R_true, atol=1e-10 * scale)
+            checked.append(1)
+        return solve(op, B, X0, tol, max_iter, R0=R0, on_update=on_update)
+
+    def counting(self, *args, **kwargs):
+        passes.append(1)
+        return rhs_and_residual(self, *args, **kwargs)
+
+    monkeypatch.setattr(newton, "_solve_columns", checking_solve)
+    monkeypatch.setattr(NormalOperator, "rhs_and_residual", counting)
+    sol = lapsvm_newton(X, targets, rows, lambda F: L @ F, gamma_A=1e-3, gamma_I=0.5,
+                        scale=1 / np.trace(L), fit_intercept=fit_intercept, tol=1e-8,
+                        row_weights=W)
+    assert sol.converged and sol.residual < 1e-6
+    assert len(checked) == sol.n_iter and len(passes) < sol.n_iter

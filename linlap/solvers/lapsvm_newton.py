@@ -411,6 +411,10 @@ def lapsvm_newton(
     # from its previous value: the current point solves the constrained system, not
     # A z₀ = rhs. Without balance the current point is the warm start (SVMlin).
     Z0 = Z.copy()
+    # B and the CG's first residual of a loose step that is redone tightly from the same
+    # point (same active set): reused instead of one more Xᵀ pass.
+    redo = np.zeros(k, dtype=bool)
+    kept_B = kept_R = None
     tight = False  # phase: loose early Newton steps, then tight ones (one CG run for all)
     running = np.ones(k, dtype=bool)
     cg_failed = np.zeros(k, dtype=bool)  # stopped on a tight step whose CG hit cg_max_iter
@@ -436,8 +440,12 @@ def lapsvm_newton(
             # date: its residual needs one Xᵀ pass, not a product with A; and the
             # Newton step's images X̃ dz and L^p X̃ dz are summed from the CG's own
             # products (dz = Σ α_i p_i), not recomputed by two more passes.
-            B, R0 = op.rhs_and_residual(Yc, F[:, cols], None if lap is None else LF[:, cols],
-                                        Z[:, cols], np.arange(cols.size))
+            if redo[cols].all():
+                B, R0 = kept_B[:, cols], kept_R[:, cols]
+            else:
+                B, R0 = op.rhs_and_residual(Yc, F[:, cols],
+                                            None if lap is None else LF[:, cols],
+                                            Z[:, cols], np.arange(cols.size))
             on_update = None
             if np.all(np.any(B != 0, axis=0)):  # (CG sets a zero column's z to 0 directly)
                 tracked = (np.zeros((n, cols.size)),
@@ -474,6 +482,7 @@ def lapsvm_newton(
         cg_ok = bool(info.converged.all())
         tighten = False
         worst = 0.0
+        redo[cols] = False
         for jj, j in enumerate(cols):
             yo_bar = Yc[:, jj] * Obar[:, jj]
             a = act[:, jj]
@@ -481,6 +490,11 @@ def lapsvm_newton(
             accept = cg_ok and np.all(yo_bar[a] <= 1 + slack) and np.all(yo_bar[off] >= 1 - slack)
             if accept and not tight:
                 tighten = True  # looks optimal at the loose tolerance: redo tightly
+                if balance is None and base_operator is None:
+                    if kept_B is None:
+                        kept_B, kept_R = np.empty((m, k)), np.empty((m, k))
+                    kept_B[:, j], kept_R[:, j] = B[:, jj], R0[:, jj]
+                    redo[j] = True
                 continue
             delta = 1.0 if accept else squared_hinge_line_search(
                 Yc[:, jj], Oc[:, jj], Obar[:, jj], slope[jj], curv[jj], l,
