@@ -415,6 +415,8 @@ def lapsvm_newton(
     # point (same active set): reused instead of one more Xᵀ pass.
     redo = np.zeros(k, dtype=bool)
     kept_B = kept_R = None
+    # Without balance and with a NormalOperator: the CG residual from the kept f and L^p f.
+    residual_from_kept = balance is None and base_operator is None
     tight = False  # phase: loose early Newton steps, then tight ones (one CG run for all)
     running = np.ones(k, dtype=bool)
     cg_failed = np.zeros(k, dtype=bool)  # stopped on a tight step whose CG hit cg_max_iter
@@ -435,7 +437,7 @@ def lapsvm_newton(
         cg = dict(tol=tol, max_iter=cg_max_iter) if tight else \
             dict(tol=slack, max_iter=min(LOOSE_CG_ITER, cg_max_iter))
         tracked = None
-        if balance is None and base_operator is None:
+        if residual_from_kept:
             # The CG starts at the current point, whose F and L^p F are kept up to
             # date: its residual needs one Xᵀ pass, not a product with A; and the
             # Newton step's images X̃ dz and L^p X̃ dz are summed from the CG's own
@@ -490,7 +492,7 @@ def lapsvm_newton(
             accept = cg_ok and np.all(yo_bar[a] <= 1 + slack) and np.all(yo_bar[off] >= 1 - slack)
             if accept and not tight:
                 tighten = True  # looks optimal at the loose tolerance: redo tightly
-                if balance is None and base_operator is None:
+                if residual_from_kept:
                     if kept_B is None:
                         kept_B, kept_R = np.empty((m, k)), np.empty((m, k))
                     kept_B[:, j], kept_R[:, j] = B[:, jj], R0[:, jj]
