@@ -19,7 +19,9 @@ drawn from the training split; test split held out. Every method sees the same T
 (``linlap.text.make_vectorizer`` fitted on the training split) and labels; the graph
 methods share one ``KNNGraph`` per set (its build time is printed once and is not in
 the fit times). Times are per-draw ratios to the LapSVM fit of the same draw, in the
-same process, after one untimed warm-up fit of every method.
+same process, after one untimed warm-up fit of every method. The run ends with the mean over
+the sets and the margins of ``LapS3VMClassifier()`` over every other row, paired by set and
+draw (mean, its standard error, draws won and lost).
 
 ``--select`` chooses the S³VM weights without test labels: PCMAC's training split is
 cut 70/30 (stratified, seed 0); the models are fitted on the 70 % (50 labels per draw)
@@ -56,6 +58,8 @@ LAPSVM = "LapSVMClassifier() (defaults: gamma_A, gamma_I 'scaled')"
 #: the LapSVM rows of the earlier defaults (γ_A 1e-4; γ_I 'scaled', then 10)
 LAPSVM_A4 = "LapSVMClassifier(gamma_A=1e-4) (previous default: gamma_I 'scaled')"
 LAPSVM_FIRST = "LapSVMClassifier(gamma_A=1e-4, gamma_I=10) (the first default)"
+#: the combined model at its defaults: the row the margins are measured from
+COMBINED = "LapS3VMClassifier() (defaults"
 #: γ_A, γ_U of the graph-free S³VM rows, chosen by --select (γ_I = 0 family) with
 #: class_prior='labeled' (PLAIN) and with class_prior='predicted' (PLAIN_PRED).
 PLAIN = dict(gamma_A=1e-3, gamma_U=1.0)
@@ -228,7 +232,7 @@ def run_set(name, draws, ddir, uniform, sweep=False, rows=None):
     for label, _ in ms:
         e, tm = np.array(errs[label]), np.array(times[label])
         ratio = tm / base
-        out[label] = (e.mean(), ratio.mean())
+        out[label] = (e.mean(), ratio.mean(), e)
         print(f"| {label} | {e.mean():.1f} ± {e.std():.1f} | {tm.mean():.2f} | "
               f"{ratio.mean():.1f}, {ratio.max():.1f} |", flush=True)
     return out
@@ -498,6 +502,18 @@ def main():
         e = np.mean([results[s][label][0] for s in sets])
         r = np.mean([results[s][label][1] for s in sets])
         print(f"| {label} | {e:.1f} | {r:.1f} |")
+    ref = next((m for m in labels if m.startswith(COMBINED)), None)
+    if ref is not None and len(labels) > 1:
+        print(f"\n### Margins of {ref}, points (other row − it), over the {len(sets)} sets × "
+              f"{args.draws} draws\n")
+        print("| against | mean margin | paired standard error | draws it wins / loses |")
+        print("|---|---|---|---|")
+        for label in labels:
+            if label == ref:
+                continue
+            d = np.concatenate([results[s][label][2] - results[s][ref][2] for s in sets])
+            print(f"| {label} | {d.mean():+.2f} | {d.std(ddof=1) / np.sqrt(d.size):.2f} | "
+                  f"{np.sum(d > 0)} / {np.sum(d < 0)} |")
 
 
 if __name__ == "__main__":
