@@ -408,6 +408,30 @@ def test_estimator_bad_params():
         LapS3VMClassifier().fit(X, np.where(ys == -1, 0, ys))
 
 
+def test_estimator_needs_unlabeled_rows():
+    X, _, ys = text_like()
+    full = np.where(ys == -1, 0, ys)
+    for prior in ("predicted", "labeled", [0.5, 0.5]):
+        # not the base class's advice (class_prior=None, which the S³VM refuses)
+        with pytest.raises(ValueError, match="every row of y is labeled; LapSVMClassifier"):
+            LapS3VMClassifier(class_prior=prior).fit(X, full)
+    one = full.copy()
+    one[np.flatnonzero(ys == -1)[0]] = -1
+    with pytest.raises(ValueError, match="at least 2 of them, got 1"):
+        LapS3VMClassifier().fit(X, one)
+    m = LapS3VMClassifier(class_prior=[0.5, 0.5]).fit(X, one)  # given π: a fit
+    assert np.all(np.isfinite(m.coef_)) and m.unlabeled_labels_.shape == (1, 1)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("estimate", ["start", "blend", "start-classes"])
+def test_estimated_fraction_needs_two_unlabeled_rows(solver, estimate):
+    X, L, labeled, unlabeled, T, _ = problem()
+    with pytest.raises(ValueError, match="at least 2 of them, got 1; pass π"):
+        solver(X, T, labeled, unlabeled[:1], lambda F: L @ F, gamma_A=1e-3, gamma_I=0.5,
+               gamma_U=1.0, scale=1 / np.trace(L), positive_fraction=estimate)
+
+
 def test_no_convergence_warning_by_default():
     X, _, ys = text_like(seed=3)
     with warnings.catch_warnings():

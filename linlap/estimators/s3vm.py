@@ -117,10 +117,16 @@ class LapS3VMClassifier(LinearLapClassifier):
                              "'predicted', 'labeled' or class proportions, not None.")
 
     def _balance_targets(self, classes, y_idx, n_unlabeled):
+        if n_unlabeled == 0:
+            raise ValueError(f"LapS3VMClassifier needs unlabeled rows (y == "
+                             f"{self.unlabeled!r}) for its unlabeled loss and class balance, "
+                             f"but every row of y is labeled; LapSVMClassifier fits labeled "
+                             f"rows alone.")
         if isinstance(self.class_prior, str) and self.class_prior == "predicted":
-            if n_unlabeled == 0:
-                raise ValueError("class_prior needs unlabeled rows to constrain, but every "
-                                 "row of y is labeled.")
+            if n_unlabeled < 2:
+                raise ValueError("class_prior='predicted' estimates the class balance of the "
+                                 "unlabeled rows and needs at least 2 of them, got 1; pass "
+                                 "the class proportions instead.")
             return "predicted"
         if isinstance(self.class_prior, str) and self.class_prior != "labeled":
             raise ValueError(f"class_prior must be 'predicted', 'labeled' or class "

@@ -365,6 +365,10 @@ class _Solver:
                 raise ValueError(f"positive_fraction must be 'start', 'start-classes', "
                                  f"'blend', 'blend-classes' or proportions, got "
                                  f"{positive_fraction!r}.")
+            if self.U.size < 2:  # [1/u, 1 − 1/u] would leave no valid π
+                raise ValueError(f"positive_fraction={positive_fraction!r} estimates π from "
+                                 f"the unlabeled rows and needs at least 2 of them, got "
+                                 f"{self.U.size}; pass π instead.")
             if balance != "labels":
                 raise ValueError(f"positive_fraction={positive_fraction!r} needs "
                                  f"balance='labels' (the start's decision values would "
