@@ -220,7 +220,9 @@ def test_gamma_I_option_takes_numbers_and_names(value, parsed):
 
     args = build_parser().parse_args(["fit", "x.csv", "--model", "m", "--gamma-I", value])
     assert args.gamma_I == parsed
-    assert build_parser().parse_args(["fit", "x.csv", "--model", "m"]).gamma_I == "scaled"
+    # not given: the estimator's own default ('scaled' for laprls and lapsvm, the fixture
+    # `model` checks the value it gives)
+    assert build_parser().parse_args(["fit", "x.csv", "--model", "m"]).gamma_I is None
 
 
 @pytest.mark.parametrize("value, parsed", [("scaled", "scaled"), ("3e-4", 3e-4), ("0", 0.0)])
@@ -229,10 +231,10 @@ def test_gamma_A_option_takes_numbers_and_scaled(value, parsed):
 
     args = build_parser().parse_args(["fit", "x.csv", "--model", "m", "--gamma-A", value])
     assert args.gamma_A == parsed
-    assert build_parser().parse_args(["fit", "x.csv", "--model", "m"]).gamma_A == "scaled"
+    assert build_parser().parse_args(["fit", "x.csv", "--model", "m"]).gamma_A is None
 
 
-@pytest.mark.parametrize("option", ["--gamma-I", "--gamma-A"])
+@pytest.mark.parametrize("option", ["--gamma-I", "--gamma-A", "--gamma-U"])
 @pytest.mark.parametrize("value", ["banana", "-1", "inf", "nan"])
 def test_gamma_options_refuse_bad_values(option, value, capsys):
     from linlap.cli import build_parser
@@ -249,6 +251,40 @@ def test_gamma_A_option_refuses_auto(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["fit", "x.csv", "--model", "m", "--gamma-A", "auto"])
     assert "expected a number or 'scaled'" in capsys.readouterr().err
+
+
+def test_laps3vm_fit_evaluate_and_option_errors(corpus, tmp_path):
+    common = ["--text-column", "body", "--label-column", "topic", "--n-neighbors", 10]
+    out = tmp_path / "s3vm.model"
+    res = run("fit", corpus / "train.csv", "--model", out, "--estimator", "laps3vm", *common)
+    assert res.returncode == 0, res.stderr
+    # the estimator's defaults, and the balance it estimated for the 260 unlabeled rows
+    assert "gamma_A = 0.001, gamma_I = 1, gamma_U = 1" in res.stderr
+    line = next(ln for ln in res.stderr.splitlines() if "class balance kept" in ln)
+    shares = dict(zip(line.split(": ")[1].split()[::2],
+                      map(float, line.split(": ")[1].replace(",", "").split()[1::2])))
+    assert set(shares) == {"mac", "pc"} and abs(sum(shares.values()) - 1) < 1e-9
+    assert 0.3 < shares["pc"] < 0.7
+    res = run("evaluate", out, corpus / "test.jsonl", "--text-column", "body",
+              "--label-column", "topic", "-q")
+    assert res.returncode == 0, res.stderr
+    assert float(res.stdout.split("accuracy")[1].split()[0]) > 0.7
+    # given weights and proportions are passed through
+    res = run("fit", corpus / "train.csv", "--model", out, "--estimator", "laps3vm",
+              "--gamma-A", "0.01", "--gamma-I", "10", "--gamma-U", "2", "--class-prior",
+              "0.4,0.6", *common)
+    assert res.returncode == 0, res.stderr
+    assert "gamma_A = 0.01, gamma_I = 10, gamma_U = 2" in res.stderr
+    assert "mac 0.400, pc 0.600" in res.stderr
+    for extra, fragment in [
+            (["--estimator", "laps3vm", "--gamma-I", "scaled"], "--gamma-I scaled is not"),
+            (["--estimator", "laps3vm", "--gamma-A", "scaled"], "--gamma-A scaled is not"),
+            (["--estimator", "laps3vm", "--class-prior", "none"], "not none"),
+            (["--gamma-U", "2"], "--gamma-U applies to --estimator laps3vm only"),
+            (["--estimator", "lapsvm", "--class-prior", "predicted"], "laps3vm only")]:
+        assert_user_error(run("fit", corpus / "train.csv", "--model", tmp_path / "bad.model",
+                              *extra, *common), fragment)
+        assert not (tmp_path / "bad.model").exists()
 
 
 def test_help_of_every_command():

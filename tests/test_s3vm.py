@@ -406,6 +406,9 @@ def test_estimator_bad_params():
             LapS3VMClassifier(**bad).fit(X, ys)
     with pytest.raises(ValueError, match="unlabeled"):
         LapS3VMClassifier().fit(X, np.where(ys == -1, 0, ys))
+    for name in ("gamma_A", "gamma_I"):  # no named values here (LapSVM's 'scaled', 'auto')
+        with pytest.raises(ValueError, match=f"{name} must be a finite number >= 0, got 'scaled'"):
+            LapS3VMClassifier(**{name: "scaled"}).fit(X, ys)
 
 
 def test_estimator_needs_unlabeled_rows():

@@ -16,7 +16,8 @@ __all__ = ["main", "build_parser"]
 
 def _weight_arg(*names):
     """The type of a --gamma-* option: a finite number >= 0 or one of ``names``."""
-    expected = ", ".join(["a number", *map(repr, names[:-1])]) + f" or {names[-1]!r}"
+    expected = (", ".join(["a number", *map(repr, names[:-1])]) + f" or {names[-1]!r}"
+                if names else "a number")
 
     def parse(text):
         if text in names:
@@ -83,21 +84,29 @@ def build_parser():
                    help="edge weights (default cosine)")
     g.add_argument("--seed", type=int, default=0, help="random seed of the graph search")
     g = fit.add_argument_group("estimator")
-    g.add_argument("--estimator", choices=("laprls", "lapsvm"), default="laprls",
-                   help="Laplacian RLS (default) or Laplacian SVM (finite Newton)")
-    g.add_argument("--gamma-A", type=_weight_arg("scaled"), default="scaled", metavar="G",
+    g.add_argument("--estimator", choices=("laprls", "lapsvm", "laps3vm"), default="laprls",
+                   help="Laplacian RLS (default), Laplacian SVM (finite Newton) or the "
+                        "Laplacian S³VM: LapSVM plus a hinge loss on the unlabeled rows "
+                        "with their class balance kept (low-density separation; a few "
+                        "LapSVM fits' time, the most accurate on binary text in "
+                        "bench/RESULTS.md)")
+    g.add_argument("--gamma-A", type=_weight_arg("scaled"), default=None, metavar="G",
                    help="ambient (ridge) weight γ_A: a number or 'scaled' (default: 1e-6 "
                         "times the labeled documents per class, those clipped to "
-                        "25…1000)")
-    g.add_argument("--gamma-I", type=_weight_arg("scaled", "auto"), default="scaled", metavar="G",
+                        "25…1000; laps3vm: a number, default 1e-3)")
+    g.add_argument("--gamma-I", type=_weight_arg("scaled", "auto"), default=None, metavar="G",
                    help="intrinsic (graph) weight γ_I: a number, 'scaled' (default: 500 "
                         "over the labeled documents per class) or 'auto' (the scaled "
                         "value or less, chosen by cross-validation of the labeled "
-                        "documents)")
-    g.add_argument("--class-prior", default="none", metavar="PRIOR",
-                   help="class-balance constraint on the unlabeled rows: none (default), "
-                        "labeled (proportions of the labeled rows) or comma-separated "
-                        "proportions in sorted class-name order, e.g. 0.3,0.7")
+                        "documents); laps3vm: a number, default 1")
+    g.add_argument("--gamma-U", type=_weight_arg(), default=None, metavar="G",
+                   help="laps3vm only: weight γ_U of the unlabeled rows' loss (default 1)")
+    g.add_argument("--class-prior", default=None, metavar="PRIOR",
+                   help="class-balance constraint on the unlabeled rows: none (the "
+                        "default of laprls and lapsvm), labeled (proportions of the "
+                        "labeled rows), predicted (estimated; laps3vm only, its default) "
+                        "or comma-separated proportions in sorted class-name order, "
+                        "e.g. 0.3,0.7")
     fit.add_argument("-v", "--verbose", action="store_true",
                      help="report graph-search progress and solver iterations (the "
                           "default on a terminal)")

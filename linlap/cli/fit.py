@@ -7,17 +7,34 @@ from ._common import _reader_kwargs, _Reporter
 
 
 def _parse_class_prior(text):
-    if text is None or text.lower() == "none":
+    if text.lower() == "none":
         return None
-    if text.lower() == "labeled":
-        return "labeled"
+    if text.lower() in ("labeled", "predicted"):
+        return text.lower()
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
-        raise ValueError(f"--class-prior must be none, labeled or comma-separated "
+        raise ValueError(f"--class-prior must be none, labeled, predicted or comma-separated "
                          f"proportions in the order of the sorted class names, got "
                          f"{text!r}") from None
     return values
+
+
+def _check_estimator_options(args):
+    """The options that apply to --estimator laps3vm only, or not to it."""
+    if args.estimator == "laps3vm":
+        for option, value in (("--gamma-A", args.gamma_A), ("--gamma-I", args.gamma_I)):
+            if isinstance(value, str):
+                raise ValueError(f"{option} {value} is not available with --estimator "
+                                 f"laps3vm; give a number")
+        if args.class_prior is not None and args.class_prior.lower() == "none":
+            raise ValueError("--estimator laps3vm keeps a class balance: --class-prior "
+                             "predicted (default), labeled or proportions, not none")
+        return
+    if args.gamma_U is not None:
+        raise ValueError("--gamma-U applies to --estimator laps3vm only")
+    if args.class_prior is not None and args.class_prior.lower() == "predicted":
+        raise ValueError("--class-prior predicted applies to --estimator laps3vm only")
 
 
 def _make_text_vectorizer(args):
@@ -47,7 +64,7 @@ def _fit(args):
     import numpy as np
     from sklearn.pipeline import Pipeline
 
-    from ..estimators import LapRLSClassifier, LapSVMClassifier
+    from ..estimators import LapRLSClassifier, LapS3VMClassifier, LapSVMClassifier
     from ..graph import KNNGraph
     from ..io import detect_format, iter_batches
     from ..persistence import save
@@ -62,7 +79,10 @@ def _fit(args):
         raise ValueError("--n-neighbors must be >= 1")
     if args.embedding < 0:
         raise ValueError("--embedding must be >= 0 (0: no embedding)")
-    class_prior = _parse_class_prior(args.class_prior)
+    _check_estimator_options(args)
+    s3vm = args.estimator == "laps3vm"
+    class_prior = _parse_class_prior(args.class_prior if args.class_prior is not None
+                                     else "predicted" if s3vm else "none")
     fmt = detect_format(args.data, args.format)
     with rep.step(f"reading {args.data}"):
         bar = rep.bar(desc="reading")
@@ -123,16 +143,27 @@ def _fit(args):
                      random_state=args.seed, verbose=bool(verbose))
     with rep.step(f"building the {k}-NN graph", chatty=graph.verbose):
         graph.fit(X)
-    common = dict(gamma_A=args.gamma_A, gamma_I=args.gamma_I, graph=graph,
-                  class_prior=class_prior, unlabeled="", verbose=int(verbose))
-    if args.estimator == "laprls":
-        est = LapRLSClassifier(**common)
-    else:
-        est = LapSVMClassifier(**common)
+    # weights not given: the estimator's own defaults
+    weights = {name: value for name, value in (("gamma_A", args.gamma_A),
+                                               ("gamma_I", args.gamma_I),
+                                               ("gamma_U", args.gamma_U)) if value is not None}
+    estimator = {"laprls": LapRLSClassifier, "lapsvm": LapSVMClassifier,
+                 "laps3vm": LapS3VMClassifier}[args.estimator]
+    est = estimator(**weights, graph=graph, class_prior=class_prior, unlabeled="",
+                    verbose=int(verbose))
     with rep.step(f"solving ({args.estimator})", chatty=verbose):
         est.fit(X, y)
-    rep.line(f"{est.n_iter_} solver iterations, gamma_A = {est.gamma_A_:.3g}, "
-             f"gamma_I = {est.gamma_I_:.3g}")
+    if s3vm:
+        rep.line(f"{est.n_solves_} weighted LapSVM solves over {est.n_iter_} temperatures, "
+                 f"gamma_A = {est.gamma_A_:.3g}, gamma_I = {est.gamma_I_:.3g}, "
+                 f"gamma_U = {est.gamma_U:.3g}")
+        shares = (est.positive_fraction_ if len(classes) > 2 else
+                  [1.0 - est.positive_fraction_[0], est.positive_fraction_[0]])
+        rep.line("class balance kept on the unlabeled rows: " + ", ".join(
+            f"{c} {p:.3f}" for c, p in zip(est.classes_, shares)))
+    else:
+        rep.line(f"{est.n_iter_} solver iterations, gamma_A = {est.gamma_A_:.3g}, "
+                 f"gamma_I = {est.gamma_I_:.3g}")
     model = Pipeline(pre + [("classifier", est)]) if pre else est
     if n - n_lab:
         pred = est.transduction_[~labeled]

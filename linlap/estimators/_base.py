@@ -245,14 +245,13 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         auto = self._gamma_I_is_auto()
         named = isinstance(self.gamma_I, str)
         named_A = isinstance(self.gamma_A, str)
-        if named and self.gamma_I not in self._gamma_I_names:
-            raise ValueError(f"gamma_I must be a finite number >= 0 or one of "
-                             f"{list(self._gamma_I_names)}, got {self.gamma_I!r}.")
-        if named_A and self.gamma_A not in self._gamma_A_names:
-            raise ValueError(f"gamma_A must be a finite number >= 0"
-                             + (f" or one of {list(self._gamma_A_names)}"
-                                if self._gamma_A_names else "")
-                             + f", got {self.gamma_A!r}.")
+        for name, names in (("gamma_I", self._gamma_I_names),
+                            ("gamma_A", self._gamma_A_names)):
+            value = getattr(self, name)
+            if isinstance(value, str) and value not in names:
+                raise ValueError(f"{name} must be a finite number >= 0"
+                                 + (f" or one of {list(names)}" if names else "")
+                                 + f", got {value!r}.")
         check_nonnegative(self, *(() if named_A else ("gamma_A",)),
                           *(() if named else ("gamma_I",)))
         if auto and not named_A and not self.gamma_A > 0:
