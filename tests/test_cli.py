@@ -253,7 +253,9 @@ def test_gamma_A_option_refuses_auto(capsys):
     assert "expected a number or 'scaled'" in capsys.readouterr().err
 
 
-def test_laps3vm_fit_evaluate_and_option_errors(corpus, tmp_path):
+def test_laps3vm_fit_evaluate_and_option_errors(corpus, tmp_path, capsys):
+    from linlap.cli import main
+
     common = ["--text-column", "body", "--label-column", "topic", "--n-neighbors", 10]
     out = tmp_path / "s3vm.model"
     res = run("fit", corpus / "train.csv", "--model", out, "--estimator", "laps3vm", *common)
@@ -282,8 +284,11 @@ def test_laps3vm_fit_evaluate_and_option_errors(corpus, tmp_path):
             (["--estimator", "laps3vm", "--class-prior", "none"], "not none"),
             (["--gamma-U", "2"], "--gamma-U applies to --estimator laps3vm only"),
             (["--estimator", "lapsvm", "--class-prior", "predicted"], "laps3vm only")]:
-        assert_user_error(run("fit", corpus / "train.csv", "--model", tmp_path / "bad.model",
-                              *extra, *common), fragment)
+        # in-process (these are refused before the data is read)
+        assert main(["fit", str(corpus / "train.csv"), "--model", str(tmp_path / "bad.model"),
+                     *extra, *map(str, common)]) == 1
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith("linlap: error:") and fragment in err[0]
         assert not (tmp_path / "bad.model").exists()
 
 
