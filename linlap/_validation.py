@@ -27,8 +27,12 @@ def check_nonnegative(est, *names):
 
 
 def check_tol(est):
-    if not isinstance(est.tol, numbers.Real) or not est.tol > 0:
-        raise ValueError(f"tol must be > 0, got {est.tol!r}.")
+    """``tol`` is a relative tolerance: a number strictly between 0 and 1 (at 1 or more
+    every solver would stop before its first step and return the zero model)."""
+    v = est.tol
+    if (not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_))
+            or not 0 < v < 1):
+        raise ValueError(f"tol must be a number strictly between 0 and 1, got {v!r}.")
 
 
 def check_positive_int(est, *names):

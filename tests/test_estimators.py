@@ -196,13 +196,26 @@ def test_errors_name_the_problem(Est):
     with pytest.warns(UserWarning, match="1 of 60 rows of X are empty"):
         Est().fit(Xe.tocsr(), y_semi)  # an empty document is an isolated node
     for bad in [dict(gamma_A=-1), dict(gamma_I=np.nan), dict(gamma_A=0, gamma_I=0),
-                dict(tol=0), dict(max_iter=0), dict(class_prior="balanced"),
+                dict(tol=0), dict(tol=1.0), dict(tol=np.inf), dict(max_iter=0),
+                dict(class_prior="balanced"),
                 dict(class_prior=[0.2, 0.2]), dict(class_prior=[1.5, -0.5]),
                 dict(graph="knn")]:
         with pytest.raises(ValueError):
             Est(**bad).fit(X, y_semi)
     with pytest.raises(ValueError, match="needs unlabeled rows"):
         Est(class_prior="labeled").fit(X, y)
+    # values fit would refuse give non-finite scores: an error, not classes_[0]
+    clf = Est().fit(X, y_semi)
+    Z = X[:3].toarray()
+    Z[:] = 1e308
+    Z[:, ::2] = -1e308
+    for Zi in (Z, sp.csr_matrix(Z)):
+        for method in (clf.decision_function, clf.predict):
+            with pytest.raises(ValueError, match="extreme values"):
+                method(Zi)
+    clf.coef_ = clf.coef_ * 1e300  # other inputs (a list): caught on the scores
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="non-finite decision"):
+        clf.predict((X[:3].toarray() * 1e10).tolist())
 
 
 @pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
@@ -315,9 +328,16 @@ def test_fit_does_not_modify_X(Est):
         X.data[a:b] = X.data[a:b][::-1]
     X.has_sorted_indices = False
     before = (X.indices.copy(), X.data.copy(), X.indptr.copy())
-    Est(graph=KNNGraph(n_neighbors=5)).fit(X, semi(y, 10))
+    ref = Est(graph=KNNGraph(n_neighbors=5)).fit(X, semi(y, 10))
     for a, b in zip(before, (X.indices, X.data, X.indptr)):
         np.testing.assert_array_equal(a, b)
+    # the default graph too (it counts the non-empty rows of X first), and X read-only
+    for arr in (X.indices, X.data, X.indptr):
+        arr.flags.writeable = False
+    Est().fit(X, semi(y, 10))
+    for a, b in zip(before, (X.indices, X.data, X.indptr)):
+        np.testing.assert_array_equal(a, b)
+    assert not X.has_sorted_indices and ref.coef_.shape[1] == X.shape[1]
 
 
 def test_verbose_reports_graph_and_solver_steps(capsys):

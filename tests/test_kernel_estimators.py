@@ -199,6 +199,7 @@ def test_pipeline_with_fit_params(moons):
     (dict(solver="lbfgs"), "solver"),
     (dict(early_stopping="sometimes"), "early_stopping"),
     (dict(tol=0), "tol"),
+    (dict(tol=1.0), "tol must be a number strictly between 0 and 1"),
     (dict(max_iter=0), "max_iter"),
     (dict(check_every=0), "check_every"),
     (dict(stability_tol=1.5), "stability_tol"),

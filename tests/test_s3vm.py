@@ -401,7 +401,7 @@ def test_estimator_multiclass_and_strings():
 def test_estimator_bad_params():
     X, _, ys = text_like()
     for bad in [dict(gamma_U=-1), dict(solver="x"), dict(class_prior=None),
-                dict(gamma_A=0, gamma_I=0)]:
+                dict(gamma_A=0, gamma_I=0), dict(tol=1.0), dict(tol=np.nan)]:
         with pytest.raises(ValueError):
             LapS3VMClassifier(**bad).fit(X, ys)
     with pytest.raises(ValueError, match="unlabeled"):
@@ -481,3 +481,22 @@ def test_tight_redo_reuses_the_true_residual(sparse, fit_intercept, weighted, mo
                         row_weights=W)
     assert sol.converged and sol.residual < 1e-6
     assert len(checked) == sol.n_iter and len(passes) < sol.n_iter
+
+
+def test_annealing_stops_once_labels_are_hard_on_few_rows():
+    # u = 114 rows, π u not whole: the balance keeps one p_j fractional at every T, whose
+    # entropy alone (up to 1/u > entropy_tol) must not hold the annealing to max_outer
+    X, _, ys = text_like()
+    graph = KNNGraph(n_neighbors=8).fit(X)
+    u = int(np.sum(ys == -1))
+    r = (np.floor(0.5 * u) + 0.5) / u
+    labeled = np.flatnonzero(ys != -1)
+    sol = s3vm_annealing(X, np.where(ys[labeled] == 1, 1.0, -1.0)[:, None], labeled,
+                         np.flatnonzero(ys == -1), graph.laplacian_matvec, gamma_A=1e-3,
+                         gamma_I=1.0, gamma_U=1.0, scale=graph.scale_, positive_fraction=r,
+                         max_outer=30)
+    assert sol.n_iter < 30
+    T = sol.state["temperatures"]
+    assert len(T) == sol.n_iter and T[-1] > 1.0 / 1.5 ** 29
+    P = sol.state["P"][:, 0]
+    assert np.sum((P > 0) & (P < 1)) <= 1 and abs(P.mean() - r) < 1e-12

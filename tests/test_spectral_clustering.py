@@ -146,6 +146,7 @@ def test_linear_clustering_of_documents_multiclass(sparse):
     (dict(n_clusters=1), "n_clusters"), (dict(reg=0.0), "reg"), (dict(kernel="x"), "kernel"),
     (dict(n_components=0), "n_components"), (dict(graph="g"), "graph"),
     (dict(normalize_embedding="yes"), "normalize_embedding"),
+    (dict(tol=1.0), "tol must be a number strictly between 0 and 1"),
     (dict(kernel="rbf", memory_budget=1000), "too large for kernel='rbf'"),
 ])
 def test_bad_parameters(params, match):

@@ -14,8 +14,8 @@ from sklearn.utils.validation import check_consistent_length, column_or_1d, vali
 from .._labels import marker_mask
 from .._memory import check_memory, solve_bytes
 from .._progress import progress
-from .._validation import (check_extreme_values, check_graph_param, check_nonnegative,
-                           check_positive_int, check_tol)
+from .._validation import (MAX_ABS_VALUE, check_extreme_values, check_graph_param,
+                           check_nonnegative, check_positive_int, check_tol)
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets, predict_index
 from ._dask import dask_decision_function, dask_predict, fit_on_dask, is_dask_array
@@ -70,7 +70,17 @@ def scaled_gamma_A(n_labeled, n_classes):
 def count_nonempty_rows(X):
     """Rows of X with at least one nonzero entry."""
     if sp.issparse(X):
-        return int(np.count_nonzero(np.asarray(abs(X).sum(axis=1)).ravel()))
+        # from the stored values, without abs(X): scipy would sum duplicates and sort
+        # the indices of the caller's matrix in place (and fail on read-only buffers)
+        X = X.tocsr()
+        if not X.has_canonical_format:  # duplicate entries could cancel: sum them on a copy
+            X = X.copy()
+            X.sum_duplicates()
+        starts = X.indptr[:-1][np.diff(X.indptr) > 0]
+        if starts.size == 0:
+            return 0
+        # segment i runs from one stored row to the next; the empty rows between hold nothing
+        return int(np.count_nonzero(np.logical_or.reduceat(X.data != 0, starts)))
     return int(np.count_nonzero(np.any(X != 0, axis=1)))
 
 
@@ -374,10 +384,20 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
 
     # -- predict ------------------------------------------------------------------------
     def decision_function(self, X):
-        """Decision values ``X w + b`` (a dask array for a dask array X)."""
+        """Decision values ``X w + b`` (a dask array for a dask array X). X with values of
+        magnitude above 1e30 is refused, as in ``fit``."""
         if is_dask_array(X):
             return dask_decision_function(self, X)
-        return super().decision_function(X)
+        if sp.issparse(X):
+            X = X.tocsr()  # what the prediction converts to anyway (DOK, LIL have no .data)
+        if (sp.issparse(X) or isinstance(X, np.ndarray)) and np.issubdtype(X.dtype, np.number):
+            check_extreme_values(X)  # as fit does: such values give absurd or NaN scores
+        scores = super().decision_function(X)
+        if not np.all(np.isfinite(scores)):  # else predict would map NaN to classes_[0]
+            raise ValueError(f"X gives non-finite decision values: it has values too large "
+                             f"for float64 sums (fit refuses |x| > {MAX_ABS_VALUE:g}); "
+                             f"rescale X as the training data was.")
+        return scores
 
     def predict(self, X):
         """Predicted class labels (a dask array for a dask array X)."""

@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_graph_param, check_positive_int
+from .._validation import check_graph_param, check_positive_int, check_tol
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers.spectral import kernel_spectral_embedding, linear_spectral_embedding
 from ._base import resolve_graph, store_params
@@ -142,8 +142,7 @@ class LaplacianSpectralClustering(ClusterMixin, BaseEstimator):
         if not isinstance(self.normalize_embedding, (bool, np.bool_)):
             raise ValueError(f"normalize_embedding must be True or False, got "
                              f"{self.normalize_embedding!r}.")
-        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
-            raise ValueError(f"tol must be a number > 0, got {self.tol!r}.")
+        check_tol(self)
         check_positive_int(self, "max_iter", "memory_budget", "n_init", "dense_max_features")
         check_graph_param(self)
 

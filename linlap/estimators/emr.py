@@ -15,6 +15,7 @@ from sklearn.utils.validation import (check_consistent_length, check_is_fitted, 
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
+from .._validation import check_tol
 from ._base import scaled_gamma_A, scaled_gamma_I, store_params
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
@@ -313,8 +314,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             if (not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_))
                     or not np.isfinite(v) or v < 0):
                 raise ValueError(f"gamma_R must be 'auto' or a finite number >= 0, got {v!r}.")
-        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
-            raise ValueError(f"tol must be > 0, got {self.tol!r}.")
+        check_tol(self)
         if (not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool)
                 or self.max_iter < 1):
             raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")

@@ -334,10 +334,14 @@ def blend_fraction(F_unlabeled, classes=False):
 
 
 def _mean_entropy(P):
-    """Mean binary entropy of P per column, in units of log 2 (1: every p_j = ½)."""
+    """Binary entropy of P per column, in units of log 2, summed over all rows but the
+    most uncertain one and divided by the rows (1 − 1/u: every p_j = ½). The balance keeps
+    one p_j fractional even at T → 0 when πu is not a whole number; counted, its entropy
+    alone (up to 1/u) could stay above ``entropy_tol`` for a few hundred rows."""
     Q = np.clip(P, 1e-300, 1.0)
     R = np.clip(1.0 - P, 1e-300, 1.0)
-    return -np.mean(P * np.log(Q) + (1 - P) * np.log(R), axis=0) / np.log(2.0)
+    H = -(P * np.log(Q) + (1 - P) * np.log(R)) / np.log(2.0)
+    return (H.sum(axis=0) - H.max(axis=0)) / P.shape[0]
 
 
 def _mean_kl(P, Q):
@@ -503,7 +507,8 @@ def s3vm_annealing(
     alternation at one T stops when the new ``p`` is within ``kl_tol`` (mean binary
     KL divergence, largest over columns) of the ``p`` the current ``f`` was solved
     for — then no solve is done — or after ``max_inner`` solves. Then, unless the
-    mean entropy of ``p`` (in units of log 2, largest over columns) is below
+    mean entropy of ``p`` (in units of log 2, largest over columns; the most uncertain
+    p_j left out, as the balance keeps one p_j fractional at any T) is below
     ``entropy_tol``, ``T`` is divided by ``annealing_rate``; at most ``max_outer``
     temperatures. The solves while annealing stop at the loose tolerance
     ``max(tol, inner_tol)``. Finally ``T = 0``: the hard balanced labels of ``f`` and
