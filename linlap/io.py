@@ -227,7 +227,12 @@ def _svmlight_label(token):
 def _iter_svmlight(path, unlabeled, chunk_size, n_features):
     import scipy.sparse as sp
 
-    unlabeled = SVMLIGHT_UNLABELED if unlabeled is None else _svmlight_label(unlabeled)
+    if unlabeled is None:
+        unlabeled = SVMLIGHT_UNLABELED
+    else:
+        given, unlabeled = unlabeled, _svmlight_label(unlabeled)
+        if unlabeled is None:  # a value no svmlight label can equal
+            raise ValueError(f"unlabeled label {given!r}: svmlight labels are numbers")
     labels, ids, indptr, indices, values = [], [], [0], [], []
     max_index = -1
     seen = False
@@ -353,6 +358,9 @@ def iter_batches(path, fmt="auto", *, text_column="text", label_column="label",
                          need_labels)
     if fmt == "svmlight":
         return _iter_svmlight(path, unlabeled_label, chunk_size, n_features)
+    if unlabeled_label is not None:
+        raise ValueError(f"{path}: a directory's unlabeled documents are the ones in its "
+                         f"'unlabeled/' folder; an unlabeled label applies to files only")
     return _iter_dir(path, chunk_size, need_labels)
 
 

@@ -334,3 +334,75 @@ def test_fit_with_embedding(corpus, tmp_path):
     res = run("fit", corpus / "train.csv", "--model", out, "--text-column", "body",
               "--label-column", "topic", "--embedding", -3)
     assert_user_error(res, "--embedding must be >= 0")
+
+
+def _two_topic_texts(n, seed=0):
+    rng = np.random.RandomState(seed)
+    words = [["engine", "wheel", "brake", "gear", "tyre", "clutch"],
+             ["apple", "pear", "plum", "cherry", "grape", "melon"]]
+    y = rng.randint(2, size=n)
+    texts = [" ".join(rng.choice(words[c], 5)) for c in y]
+    return texts, np.where(y == 1, "fruit", "car")
+
+
+def test_review_fixes_outputs_inputs_and_reports(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+    from sklearn.pipeline import make_pipeline
+
+    from linlap import KernelLapRLSClassifier, save
+    from linlap.cli import main
+    from linlap.text import make_vectorizer
+
+    def error_line(code, fragment):
+        err = capsys.readouterr().err.splitlines()
+        lines = [ln for ln in err if ln.startswith("linlap: error:")]
+        assert code == 1 and len(lines) == 1 and fragment in lines[0], (code, err)
+
+    # 45 documents and 10 empty ones: the default k (50) is capped by the 45, not by 55
+    texts, y = _two_topic_texts(45)
+    data = tmp_path / "some_empty.csv"
+    with open(data, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        for i, (t, c) in enumerate(zip(texts, y)):
+            w.writerow([t, c if i < 10 else ""])
+        for _ in range(10):
+            w.writerow(["", ""])
+    model = tmp_path / "m.model"
+    assert main(["fit", str(data), "--model", str(model), "-q"]) == 0
+    # a failed predict leaves an existing --out file as it was
+    keep = tmp_path / "keep.txt"
+    keep.write_text("precious\n")
+    error_line(main(["predict", str(model), str(tmp_path / "missing.csv"), "--out",
+                     str(keep)]), "missing.csv")
+    assert keep.read_text() == "precious\n"
+    assert main(["predict", str(model), str(data), "--out", str(keep), "-q"]) == 0
+    assert len(keep.read_text().splitlines()) == 55
+    # the S³VM with gamma_U = 0 does not claim a class balance it did not apply
+    assert main(["fit", str(data), "--model", str(model), "--estimator", "laps3vm",
+                 "--gamma-U", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "gamma_U = 0: no loss on the unlabeled rows" in err and "kept" not in err
+    # top-features of a model without feature weights: one error line
+    kernel = tmp_path / "kernel.model"
+    save(make_pipeline(make_vectorizer(), KernelLapRLSClassifier(unlabeled="")).fit(
+        texts, np.where(np.arange(45) < 10, y, "")), kernel)
+    error_line(main(["top-features", str(kernel)]), "has no feature weights")
+    # svmlight: text options refused, a non-numeric unlabeled label refused; plot reads it
+    svm = tmp_path / "d.svm"
+    dump_svmlight_file(make_vectorizer().fit_transform(texts), (y == "fruit") + 1, str(svm))
+    error_line(main(["fit", str(svm), "--model", str(model), "--ngram-max", "2",
+                     "--embedding", "5"]), "--ngram-max, --embedding: vectorizer options")
+    error_line(main(["fit", str(svm), "--model", str(model), "--unlabeled-label", "?"]),
+               "svmlight labels are numbers")
+    png = tmp_path / "c.png"
+    assert main(["plot", "convergence", str(svm), "--out", str(png), "--n-labels", "10",
+                 "-q"]) == 0
+    assert png.stat().st_size > 0
+    # a directory's unlabeled documents are its unlabeled/ folder
+    for c in ("car", "fruit", "unknown"):
+        (tmp_path / "dir" / c).mkdir(parents=True)
+    for i, (t, c) in enumerate(zip(texts, y)):
+        (tmp_path / "dir" / (c if i < 10 else "unknown") / f"{i}.txt").write_text(t)
+    error_line(main(["fit", str(tmp_path / "dir"), "--model", str(model),
+                     "--unlabeled-label", "unknown"]), "'unlabeled/' folder")

@@ -4,7 +4,7 @@ import argparse
 import os
 import sys
 
-from ._common import _add_input_options, _CHUNK
+from ._common import _add_input_options, _CHUNK, TEXT_OPTIONS
 from .demo import _demo
 from .features import _top_features
 from .fit import _fit
@@ -60,24 +60,26 @@ def build_parser():
     fit.add_argument("--model", required=True, metavar="OUT", help="model file to write")
     _add_input_options(fit)
     g = fit.add_argument_group("vectorizer (text input)")
-    g.add_argument("--vectorizer", choices=("tfidf", "hashing"), default="tfidf",
+    g.add_argument("--vectorizer", choices=("tfidf", "hashing"),
+                   default=TEXT_OPTIONS["vectorizer"],
                    help="TF-IDF with a vocabulary (default) or a HashingVectorizer + "
                         "TF-IDF weighting (no vocabulary kept: term names unavailable)")
-    g.add_argument("--ngram-max", type=int, default=1, metavar="N",
+    g.add_argument("--ngram-max", type=int, default=TEXT_OPTIONS["ngram_max"], metavar="N",
                    help="use word n-grams for n = 1..N (default 1)")
-    g.add_argument("--min-df", type=int, default=2, metavar="N",
+    g.add_argument("--min-df", type=int, default=TEXT_OPTIONS["min_df"], metavar="N",
                    help="tfidf: drop terms in fewer than N documents (default 2)")
-    g.add_argument("--stop-words", choices=("english", "none"), default="english",
+    g.add_argument("--stop-words", choices=("english", "none"),
+                   default=TEXT_OPTIONS["stop_words"],
                    help="stop-word list (default english)")
-    g.add_argument("--n-features", type=int, default=2**20, metavar="N",
+    g.add_argument("--n-features", type=int, default=TEXT_OPTIONS["n_features"], metavar="N",
                    help="hashing: number of hashed features (default 2**20)")
-    g.add_argument("--embedding", type=int, default=0, metavar="N",
+    g.add_argument("--embedding", type=int, default=TEXT_OPTIONS["embedding"], metavar="N",
                    help="tfidf: append N-dimensional document embeddings learned from all "
                         "the texts, labeled and unlabeled (PPMI word vectors; "
                         "linlap.text.EmbeddedTfidfVectorizer); 0 = off (default)")
     g = fit.add_argument_group("graph")
     g.add_argument("--n-neighbors", type=int, default=50, metavar="K",
-                   help="neighbours per document (default 50, capped at n-1)")
+                   help="neighbours per document (default 50, capped at the non-empty documents - 1)")
     g.add_argument("--power", type=int, default=5, metavar="P",
                    help="power of the Laplacian (default 5)")
     g.add_argument("--weight", choices=("cosine", "heat", "binary"), default="cosine",
@@ -143,7 +145,7 @@ def build_parser():
     pl = sub.add_parser("plot", help="write a PNG: solver convergence, test error vs "
                                      "number of labels, or the solution path (needs "
                                      "matplotlib)",
-                        description="Plots on DATA (labeled rows; 30 %% held out as test "
+                        description="Plots on DATA (labeled rows; 30 % held out as test "
                                     "set) or, without DATA, the bundled PCMAC corpus.")
     pl.add_argument("kind", choices=("convergence", "labels", "path"),
                     help="convergence: CG residual / Newton objective per iteration; "

@@ -1,11 +1,18 @@
 """What the commands share: input options, model loading, batches and progress."""
 
+import contextlib
+import io
 import sys
 import time
 
+from .._atomic import atomic_write
 from .._progress import progress
 
 _CHUNK = 10_000
+
+#: ``linlap fit``'s vectorizer options (text input only) and their defaults
+TEXT_OPTIONS = {"vectorizer": "tfidf", "ngram_max": 1, "min_df": 2, "stop_words": "english",
+                "n_features": 2**20, "embedding": 0}
 
 
 class _Reporter:
@@ -108,7 +115,19 @@ def _model_batches(model, args, fmt_path, need_labels=False):
 
 
 
-def _open_out(path):
+@contextlib.contextmanager
+def _output(path):
+    """Standard output (None or '-'), or a text file written through a temporary file
+    that replaces ``path`` only when the run succeeds: an error leaves an existing file
+    as it was (and ``--out`` may name the input)."""
     if path in (None, "-"):
-        return sys.stdout, False
-    return open(path, "w", encoding="utf-8", newline=""), True
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with atomic_write(path) as fh:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        try:
+            yield text
+            text.flush()
+        finally:
+            text.detach()  # atomic_write closes fh

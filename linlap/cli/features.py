@@ -12,6 +12,9 @@ def _top_features(args):
         raise ValueError("-n must be >= 1")
     model = _load_model(args.model)
     est, names = _split(model)
+    if not hasattr(est, "coef_"):
+        raise ValueError(f"{args.model}: a {type(est).__name__} has no feature weights "
+                         f"(kernel models weigh documents, not terms)")
     coef = np.atleast_2d(np.asarray(est.coef_))
     classes = [str(c) for c in est.classes_]
     if names is None:

@@ -3,7 +3,7 @@
 import os
 import sys
 
-from ._common import _reader_kwargs, _Reporter
+from ._common import TEXT_OPTIONS, _reader_kwargs, _Reporter
 
 
 def _parse_class_prior(text):
@@ -65,6 +65,7 @@ def _fit(args):
     from sklearn.pipeline import Pipeline
 
     from ..estimators import LapRLSClassifier, LapS3VMClassifier, LapSVMClassifier
+    from ..estimators._base import count_nonempty_rows
     from ..graph import KNNGraph
     from ..io import detect_format, iter_batches
     from ..persistence import save
@@ -119,6 +120,11 @@ def _fit(args):
     y = np.array(["" if lab is None else lab for lab in labels], dtype=object)
 
     if fmt == "svmlight":
+        given = [f"--{name.replace('_', '-')}" for name, default in TEXT_OPTIONS.items()
+                 if getattr(args, name) != default]
+        if given:
+            raise ValueError(f"{', '.join(given)}: vectorizer options apply to text input, "
+                             f"not to an svmlight matrix")
         pre = []
         X = batch.data
         rep.line(f"svmlight matrix: {X.shape[1]:,} features")
@@ -136,7 +142,7 @@ def _fit(args):
                 rep.line(f"vocabulary: {X.shape[1]:,} terms")
     del batch
 
-    k = min(args.n_neighbors, n - 1)
+    k = max(1, min(args.n_neighbors, count_nonempty_rows(X) - 1))  # empty rows: isolated
     # graph and solver progress (both on stderr) when asked, or on a terminal
     verbose = args.verbose or (not args.quiet and sys.stderr.isatty())
     graph = KNNGraph(n_neighbors=k, weight=args.weight, power=args.power,
@@ -157,10 +163,17 @@ def _fit(args):
         rep.line(f"{est.n_solves_} weighted LapSVM solves over {est.n_iter_} temperatures, "
                  f"gamma_A = {est.gamma_A_:.3g}, gamma_I = {est.gamma_I_:.3g}, "
                  f"gamma_U = {est.gamma_U:.3g}")
-        shares = (est.positive_fraction_ if len(classes) > 2 else
-                  [1.0 - est.positive_fraction_[0], est.positive_fraction_[0]])
-        rep.line("class balance kept on the unlabeled rows: " + ", ".join(
-            f"{c} {p:.3f}" for c, p in zip(est.classes_, shares)))
+        if est.gamma_U == 0:
+            rep.line("gamma_U = 0: no loss on the unlabeled rows, the model is the LapSVM "
+                     "start (no class balance applied)")
+        elif len(classes) > 2:
+            rep.line("share of the unlabeled rows kept positive by each one-vs-rest "
+                     "column: " + ", ".join(f"{c} {p:.3f}" for c, p in
+                                            zip(est.classes_, est.positive_fraction_)))
+        else:
+            pi = est.positive_fraction_[0]
+            rep.line("class balance kept on the unlabeled rows: " + ", ".join(
+                f"{c} {p:.3f}" for c, p in zip(est.classes_, (1.0 - pi, pi))))
     else:
         rep.line(f"{est.n_iter_} solver iterations, gamma_A = {est.gamma_A_:.3g}, "
                  f"gamma_I = {est.gamma_I_:.3g}")

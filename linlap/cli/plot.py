@@ -24,11 +24,14 @@ def _plot_data(args):
         rng = np.random.RandomState(args.seed)
         keep = rng.permutation(keep)
         cut = int(0.7 * len(keep))
-        texts = [batch.data[i] for i in keep[:cut]]
-        t_texts = [batch.data[i] for i in keep[cut:]]
         labels = np.array(batch.labels, dtype=object)
         y, t_y = labels[keep[:cut]], labels[keep[cut:]]
         title = str(args.data)
+        if not isinstance(batch.data, list):  # svmlight: already a matrix
+            X = batch.data.tocsr()
+            return X[keep[:cut]], np.asarray(y), X[keep[cut:]], np.asarray(t_y), title
+        texts = [batch.data[i] for i in keep[:cut]]
+        t_texts = [batch.data[i] for i in keep[cut:]]
     vec = make_vectorizer()
     X = vec.fit_transform(texts)
     return X, np.asarray(y), vec.transform(t_texts), np.asarray(t_y), title
@@ -38,6 +41,7 @@ def _plot(args):
     import numpy as np
 
     from ..datasets import mask_labels
+    from ..estimators._base import count_nonempty_rows
     from ..estimators import LapRLSClassifier, LapSVMClassifier
     from ..graph import KNNGraph
     from ..plots import _pyplot, plot_convergence, plot_label_curve
@@ -46,7 +50,7 @@ def _plot(args):
     rep = _Reporter(args.quiet)
     with rep.step("reading and vectorizing"):
         X, y, X_test, y_test, title = _plot_data(args)
-    k = min(args.n_neighbors, X.shape[0] - 1)
+    k = max(1, min(args.n_neighbors, count_nonempty_rows(X) - 1))  # empty rows: isolated
     with rep.step(f"building the {k}-NN graph"):
         graph = KNNGraph(n_neighbors=k, random_state=args.seed).fit(X)
     marker = -1 if y.dtype.kind in "iu" else ""

@@ -4,7 +4,7 @@ import sys
 import time
 
 from ..solvers._problem import predict_index
-from ._common import _load_model, _model_batches, _open_out, _Reporter
+from ._common import _load_model, _model_batches, _output, _Reporter
 
 
 def _predict(args):
@@ -16,39 +16,35 @@ def _predict(args):
     model = _load_model(args.model)
     est = model.steps[-1][1] if hasattr(model, "steps") else model
     classes = [str(c) for c in est.classes_]
-    out, close = _open_out(args.out)
-    writer = csv.writer(out, lineterminator="\n")
-    if args.decision_values:
-        if len(classes) == 2:
-            writer.writerow(["prediction", f"decision_{classes[1]}"])
-        else:
-            writer.writerow(["prediction"] + [f"decision_{c}" for c in classes])
     total = 0
-    bar = rep.bar(desc="predicting")
     t = time.perf_counter()
-    try:
-        for batch in _model_batches(model, args, args.data):
-            if not len(batch):
-                continue
-            if args.decision_values:
-                D = np.atleast_1d(model.decision_function(batch.data))
-                if D.ndim == 1:
-                    D = D[:, None]
-                for i, row in zip(predict_index(D), D):
-                    writer.writerow([classes[i]] + [f"{v:.6g}" for v in row])
+    with _output(args.out) as out:
+        writer = csv.writer(out, lineterminator="\n")
+        if args.decision_values:
+            if len(classes) == 2:
+                writer.writerow(["prediction", f"decision_{classes[1]}"])
             else:
-                for label in model.predict(batch.data):
-                    writer.writerow([label])
-            total += len(batch)
-            bar.update(len(batch))
-    finally:
-        bar.close()
-        if close:
-            out.close()
-        else:
-            out.flush()
+                writer.writerow(["prediction"] + [f"decision_{c}" for c in classes])
+        bar = rep.bar(desc="predicting")
+        try:
+            for batch in _model_batches(model, args, args.data):
+                if not len(batch):
+                    continue
+                if args.decision_values:
+                    D = np.atleast_1d(model.decision_function(batch.data))
+                    if D.ndim == 1:
+                        D = D[:, None]
+                    for i, row in zip(predict_index(D), D):
+                        writer.writerow([classes[i]] + [f"{v:.6g}" for v in row])
+                else:
+                    for label in model.predict(batch.data):
+                        writer.writerow([label])
+                total += len(batch)
+                bar.update(len(batch))
+        finally:
+            bar.close()
     rep.line(f"predicted {total} documents in {time.perf_counter() - t:.1f} s"
-             + (f" → {args.out}" if close else ""))
+             + (f" → {args.out}" if args.out not in (None, "-") else ""))
     return 0
 
 
@@ -80,7 +76,8 @@ def _evaluate(args):
     labels = sorted(set(y_true) | set(y_pred))
     print(f"{len(y_true)} labeled documents in {args.data}")
     print(f"accuracy  {accuracy_score(y_true, y_pred):.4f}")
-    print(f"macro-F1  {f1_score(y_true, y_pred, average='macro', labels=labels, zero_division=0):.4f}")
+    macro = f1_score(y_true, y_pred, average="macro", labels=labels, zero_division=0)
+    print(f"macro-F1  {macro:.4f}")
     print()
     print(classification_report(y_true, y_pred, labels=labels, digits=4, zero_division=0))
     cm = confusion_matrix(y_true, y_pred, labels=labels)
