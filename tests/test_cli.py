@@ -213,6 +213,36 @@ def test_usage_errors_exit_2(tmp_path):
     assert run().returncode == 2
 
 
+@pytest.mark.parametrize("argv", [
+    ["fit", "x.csv", "--model", "m", "--n-neighbors", "0"],
+    ["fit", "x.csv", "--model", "m", "--power", "0"],
+    ["fit", "x.csv", "--model", "m", "--min-df", "0"],
+    ["fit", "x.csv", "--model", "m", "--ngram-max", "0"],
+    ["fit", "x.csv", "--model", "m", "--embedding", "-1"],
+    ["fit", "x.csv", "--model", "m", "--seed", "-1"],
+    ["fit", "x.csv", "--model", "m", "--n-features", "two"],
+    ["predict", "m", "x.csv", "--chunk-size", "0"],
+    ["top-features", "m", "-n", "0"],
+    ["plot", "labels", "--out", "p.png", "--n-labels", "10,0"],
+    ["demo", "--n-labels", "0"],
+])
+def test_bad_integer_options_are_usage_errors(argv, capsys):
+    from linlap.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "usage:" in err and ("must be >=" in err
+                                                         or "expected an integer" in err)
+
+
+def test_empty_model_name_is_refused_before_reading(capsys):
+    from linlap.cli import main
+
+    assert main(["fit", "missing.csv", "--model", " "]) == 1
+    assert "--model: an empty file name" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("value, parsed", [("scaled", "scaled"), ("auto", "auto"),
                                            ("3", 3.0), ("0", 0.0)])
 def test_gamma_I_option_takes_numbers_and_names(value, parsed):
@@ -333,7 +363,7 @@ def test_fit_with_embedding(corpus, tmp_path):
     assert_user_error(res, "--embedding needs --vectorizer tfidf")
     res = run("fit", corpus / "train.csv", "--model", out, "--text-column", "body",
               "--label-column", "topic", "--embedding", -3)
-    assert_user_error(res, "--embedding must be >= 0")
+    assert res.returncode == 2 and "--embedding: must be >= 0, got -3" in res.stderr
 
 
 def _two_topic_texts(n, seed=0):

@@ -33,6 +33,24 @@ def _weight_arg(*names):
     return parse
 
 
+def _int_arg(low):
+    """An argparse type: an integer >= low (a bad value is a wrong command line: exit 2)."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+    return parse
+
+
+def _int_list_arg(text):
+    """N[,N...], each an integer >= 1."""
+    return [_int_arg(1)(v) for v in text.split(",")]
+
+
 def build_parser():
     from .. import __version__
 
@@ -44,9 +62,9 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser("demo", help="fit LapRLS on the bundled PCMAC corpus and compare "
                                        "with a supervised LinearSVC")
-    demo.add_argument("--n-labels", type=int, default=50,
+    demo.add_argument("--n-labels", type=_int_arg(1), default=50,
                       help="labeled training documents (default 50)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the label draw")
+    demo.add_argument("--seed", type=_int_arg(0), default=0, help="seed of the label draw")
     demo.set_defaults(func=_demo)
 
     fit = sub.add_parser(
@@ -64,27 +82,29 @@ def build_parser():
                    default=TEXT_OPTIONS["vectorizer"],
                    help="TF-IDF with a vocabulary (default) or a HashingVectorizer + "
                         "TF-IDF weighting (no vocabulary kept: term names unavailable)")
-    g.add_argument("--ngram-max", type=int, default=TEXT_OPTIONS["ngram_max"], metavar="N",
+    g.add_argument("--ngram-max", type=_int_arg(1), default=TEXT_OPTIONS["ngram_max"], metavar="N",
                    help="use word n-grams for n = 1..N (default 1)")
-    g.add_argument("--min-df", type=int, default=TEXT_OPTIONS["min_df"], metavar="N",
+    g.add_argument("--min-df", type=_int_arg(1), default=TEXT_OPTIONS["min_df"], metavar="N",
                    help="tfidf: drop terms in fewer than N documents (default 2)")
     g.add_argument("--stop-words", choices=("english", "none"),
                    default=TEXT_OPTIONS["stop_words"],
                    help="stop-word list (default english)")
-    g.add_argument("--n-features", type=int, default=TEXT_OPTIONS["n_features"], metavar="N",
+    g.add_argument("--n-features", type=_int_arg(1), default=TEXT_OPTIONS["n_features"],
+                   metavar="N",
                    help="hashing: number of hashed features (default 2**20)")
-    g.add_argument("--embedding", type=int, default=TEXT_OPTIONS["embedding"], metavar="N",
+    g.add_argument("--embedding", type=_int_arg(0), default=TEXT_OPTIONS["embedding"], metavar="N",
                    help="tfidf: append N-dimensional document embeddings learned from all "
                         "the texts, labeled and unlabeled (PPMI word vectors; "
                         "linlap.text.EmbeddedTfidfVectorizer); 0 = off (default)")
     g = fit.add_argument_group("graph")
-    g.add_argument("--n-neighbors", type=int, default=50, metavar="K",
-                   help="neighbours per document (default 50, capped at the non-empty documents - 1)")
-    g.add_argument("--power", type=int, default=5, metavar="P",
+    g.add_argument("--n-neighbors", type=_int_arg(1), default=50, metavar="K",
+                   help="neighbours per document (default 50, capped at the non-empty "
+                        "documents - 1)")
+    g.add_argument("--power", type=_int_arg(1), default=5, metavar="P",
                    help="power of the Laplacian (default 5)")
     g.add_argument("--weight", choices=("cosine", "heat", "binary"), default="cosine",
                    help="edge weights (default cosine)")
-    g.add_argument("--seed", type=int, default=0, help="random seed of the graph search")
+    g.add_argument("--seed", type=_int_arg(0), default=0, help="random seed of the graph search")
     g = fit.add_argument_group("estimator")
     g.add_argument("--estimator", choices=("laprls", "lapsvm", "laps3vm"), default="laprls",
                    help="Laplacian RLS (default), Laplacian SVM (finite Newton) or the "
@@ -124,7 +144,7 @@ def build_parser():
     pred.add_argument("--decision-values", action="store_true",
                       help="write CSV: prediction and decision value(s) (binary: one "
                            "column, positive means the second class)")
-    pred.add_argument("--chunk-size", type=int, default=_CHUNK, metavar="N",
+    pred.add_argument("--chunk-size", type=_int_arg(1), default=_CHUNK, metavar="N",
                       help=f"documents per chunk (default {_CHUNK})")
     _add_input_options(pred, "label column (ignored)")
     pred.set_defaults(func=_predict)
@@ -133,14 +153,14 @@ def build_parser():
                                          "and confusion matrix on labeled documents")
     ev.add_argument("model", metavar="MODEL")
     ev.add_argument("data", metavar="DATA")
-    ev.add_argument("--chunk-size", type=int, default=_CHUNK, metavar="N",
+    ev.add_argument("--chunk-size", type=_int_arg(1), default=_CHUNK, metavar="N",
                     help=f"documents per chunk (default {_CHUNK})")
     _add_input_options(ev, "label column (unlabeled rows are skipped)")
     ev.set_defaults(func=_evaluate)
 
     top = sub.add_parser("top-features", help="highest- and lowest-weighted terms per class")
     top.add_argument("model", metavar="MODEL")
-    top.add_argument("-n", type=int, default=30, help="terms per list (default 30)")
+    top.add_argument("-n", type=_int_arg(1), default=30, help="terms per list (default 30)")
     top.set_defaults(func=_top_features)
     pl = sub.add_parser("plot", help="write a PNG: solver convergence, test error vs "
                                      "number of labels, or the solution path (needs "
@@ -156,12 +176,12 @@ def build_parser():
                          "values of the labeled rows along the path")
     pl.add_argument("data", metavar="DATA", nargs="?", default=None)
     pl.add_argument("--out", required=True, metavar="PNG")
-    pl.add_argument("--n-labels", type=lambda t: [int(v) for v in t.split(",")],
+    pl.add_argument("--n-labels", type=_int_list_arg,
                     default=None, metavar="N[,N...]",
                     help="labels to draw (default 50 for convergence, "
                          "10,20,50,100,200,400 for labels)")
-    pl.add_argument("--n-neighbors", type=int, default=50, metavar="K")
-    pl.add_argument("--seed", type=int, default=0)
+    pl.add_argument("--n-neighbors", type=_int_arg(1), default=50, metavar="K")
+    pl.add_argument("--seed", type=_int_arg(0), default=0)
     _add_input_options(pl)
     pl.set_defaults(func=_plot_entry)
     return parser

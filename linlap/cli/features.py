@@ -8,8 +8,6 @@ def _top_features(args):
 
     from ..inspection import _split
 
-    if args.n < 1:
-        raise ValueError("-n must be >= 1")
     model = _load_model(args.model)
     est, names = _split(model)
     if not hasattr(est, "coef_"):

@@ -71,15 +71,13 @@ def _fit(args):
     from ..persistence import save
 
     rep = _Reporter(args.quiet)
+    if not args.model.strip():
+        raise ValueError("--model: an empty file name")
     out_dir = os.path.dirname(os.path.abspath(args.model))
     if not os.path.isdir(out_dir):
         raise ValueError(f"{args.model}: cannot write the model there: no directory {out_dir}")
     if os.path.isdir(args.model):
         raise ValueError(f"{args.model}: is a directory; give a file name for --model")
-    if args.n_neighbors < 1:
-        raise ValueError("--n-neighbors must be >= 1")
-    if args.embedding < 0:
-        raise ValueError("--embedding must be >= 0 (0: no embedding)")
     _check_estimator_options(args)
     s3vm = args.estimator == "laps3vm"
     class_prior = _parse_class_prior(args.class_prior if args.class_prior is not None
