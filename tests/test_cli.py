@@ -236,11 +236,17 @@ def test_bad_integer_options_are_usage_errors(argv, capsys):
                                                          or "expected an integer" in err)
 
 
-def test_empty_model_name_is_refused_before_reading(capsys):
+@pytest.mark.parametrize("extra, fragment", [
+    (["--model", " "], "--model: an empty file name"),
+    (["--model", "m", "--class-prior", "foo"], "--class-prior must be none"),
+    (["--model", "m", "--vectorizer", "hashing", "--embedding", "4"], "needs --vectorizer tfidf"),
+])
+def test_contradictory_or_malformed_options_exit_2_before_reading(extra, fragment, capsys):
     from linlap.cli import main
 
-    assert main(["fit", "missing.csv", "--model", " "]) == 1
-    assert "--model: an empty file name" in capsys.readouterr().err
+    assert main(["fit", "missing.csv", *extra]) == 2  # the file is never opened
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("linlap: error:") and fragment in err[0]
 
 
 @pytest.mark.parametrize("value, parsed", [("scaled", "scaled"), ("auto", "auto"),
@@ -314,9 +320,9 @@ def test_laps3vm_fit_evaluate_and_option_errors(corpus, tmp_path, capsys):
             (["--estimator", "laps3vm", "--class-prior", "none"], "not none"),
             (["--gamma-U", "2"], "--gamma-U applies to --estimator laps3vm only"),
             (["--estimator", "lapsvm", "--class-prior", "predicted"], "laps3vm only")]:
-        # in-process (these are refused before the data is read)
+        # a wrong command line (exit 2), refused before the data is read: in-process
         assert main(["fit", str(corpus / "train.csv"), "--model", str(tmp_path / "bad.model"),
-                     *extra, *map(str, common)]) == 1
+                     *extra, *map(str, common)]) == 2
         err = capsys.readouterr().err.splitlines()
         assert len(err) == 1 and err[0].startswith("linlap: error:") and fragment in err[0]
         assert not (tmp_path / "bad.model").exists()
@@ -360,7 +366,7 @@ def test_fit_with_embedding(corpus, tmp_path):
     assert res.returncode == 0, res.stderr
     res = run("fit", corpus / "train.csv", "--model", out, "--text-column", "body",
               "--label-column", "topic", "--vectorizer", "hashing", "--embedding", 16)
-    assert_user_error(res, "--embedding needs --vectorizer tfidf")
+    assert res.returncode == 2 and "--embedding needs --vectorizer tfidf" in res.stderr
     res = run("fit", corpus / "train.csv", "--model", out, "--text-column", "body",
               "--label-column", "topic", "--embedding", -3)
     assert res.returncode == 2 and "--embedding: must be >= 0, got -3" in res.stderr
@@ -383,10 +389,10 @@ def test_review_fixes_outputs_inputs_and_reports(tmp_path, capsys):
     from linlap.cli import main
     from linlap.text import make_vectorizer
 
-    def error_line(code, fragment):
+    def error_line(code, fragment, expected=1):
         err = capsys.readouterr().err.splitlines()
         lines = [ln for ln in err if ln.startswith("linlap: error:")]
-        assert code == 1 and len(lines) == 1 and fragment in lines[0], (code, err)
+        assert code == expected and len(lines) == 1 and fragment in lines[0], (code, err)
 
     # 45 documents and 10 empty ones: the default k (50) is capped by the 45, not by 55
     texts, y = _two_topic_texts(45)
@@ -422,7 +428,7 @@ def test_review_fixes_outputs_inputs_and_reports(tmp_path, capsys):
     svm = tmp_path / "d.svm"
     dump_svmlight_file(make_vectorizer().fit_transform(texts), (y == "fruit") + 1, str(svm))
     error_line(main(["fit", str(svm), "--model", str(model), "--ngram-max", "2",
-                     "--embedding", "5"]), "--ngram-max, --embedding: vectorizer options")
+                     "--embedding", "5"]), "--ngram-max, --embedding: vectorizer options", 2)
     error_line(main(["fit", str(svm), "--model", str(model), "--unlabeled-label", "?"]),
                "svmlight labels are numbers")
     png = tmp_path / "c.png"

@@ -4,7 +4,7 @@ import argparse
 import os
 import sys
 
-from ._common import _add_input_options, _CHUNK, TEXT_OPTIONS
+from ._common import _add_input_options, _CHUNK, TEXT_OPTIONS, UsageError
 from .demo import _demo
 from .features import _top_features
 from .fit import _fit
@@ -203,6 +203,9 @@ def main(argv=None):
         except (OSError, ValueError):
             pass
         return 0
+    except UsageError as exc:
+        print(f"linlap: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     except (ValueError, OSError, MemoryError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
         if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:

@@ -10,6 +10,11 @@ from .._progress import progress
 
 _CHUNK = 10_000
 
+class UsageError(ValueError):
+    """Options that contradict each other or a malformed value: a wrong command line
+    (one error line, exit status 2, before any input is read)."""
+
+
 #: ``linlap fit``'s vectorizer options (text input only) and their defaults
 TEXT_OPTIONS = {"vectorizer": "tfidf", "ngram_max": 1, "min_df": 2, "stop_words": "english",
                 "n_features": 2**20, "embedding": 0}

@@ -3,7 +3,7 @@
 import os
 import sys
 
-from ._common import TEXT_OPTIONS, _reader_kwargs, _Reporter
+from ._common import TEXT_OPTIONS, _reader_kwargs, _Reporter, UsageError
 
 
 def _parse_class_prior(text):
@@ -14,7 +14,7 @@ def _parse_class_prior(text):
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
-        raise ValueError(f"--class-prior must be none, labeled, predicted or comma-separated "
+        raise UsageError(f"--class-prior must be none, labeled, predicted or comma-separated "
                          f"proportions in the order of the sorted class names, got "
                          f"{text!r}") from None
     return values
@@ -25,16 +25,16 @@ def _check_estimator_options(args):
     if args.estimator == "laps3vm":
         for option, value in (("--gamma-A", args.gamma_A), ("--gamma-I", args.gamma_I)):
             if isinstance(value, str):
-                raise ValueError(f"{option} {value} is not available with --estimator "
+                raise UsageError(f"{option} {value} is not available with --estimator "
                                  f"laps3vm; give a number")
         if args.class_prior is not None and args.class_prior.lower() == "none":
-            raise ValueError("--estimator laps3vm keeps a class balance: --class-prior "
+            raise UsageError("--estimator laps3vm keeps a class balance: --class-prior "
                              "predicted (default), labeled or proportions, not none")
         return
     if args.gamma_U is not None:
-        raise ValueError("--gamma-U applies to --estimator laps3vm only")
+        raise UsageError("--gamma-U applies to --estimator laps3vm only")
     if args.class_prior is not None and args.class_prior.lower() == "predicted":
-        raise ValueError("--class-prior predicted applies to --estimator laps3vm only")
+        raise UsageError("--class-prior predicted applies to --estimator laps3vm only")
 
 
 def _make_text_vectorizer(args):
@@ -49,8 +49,6 @@ def _make_text_vectorizer(args):
         from ..text import make_vectorizer
         return [("vectorizer", make_vectorizer(min_df=args.min_df, stop_words=stop,
                                                ngram_range=ngram))]
-    if args.embedding:
-        raise ValueError("--embedding needs --vectorizer tfidf (a vocabulary)")
     from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
     return [("vectorizer", HashingVectorizer(n_features=args.n_features, ngram_range=ngram,
                                              stop_words=stop, alternate_sign=False,
@@ -72,7 +70,7 @@ def _fit(args):
 
     rep = _Reporter(args.quiet)
     if not args.model.strip():
-        raise ValueError("--model: an empty file name")
+        raise UsageError("--model: an empty file name")
     out_dir = os.path.dirname(os.path.abspath(args.model))
     if not os.path.isdir(out_dir):
         raise ValueError(f"{args.model}: cannot write the model there: no directory {out_dir}")
@@ -83,6 +81,14 @@ def _fit(args):
     class_prior = _parse_class_prior(args.class_prior if args.class_prior is not None
                                      else "predicted" if s3vm else "none")
     fmt = detect_format(args.data, args.format)
+    if fmt == "svmlight":
+        given = [f"--{name.replace('_', '-')}" for name, default in TEXT_OPTIONS.items()
+                 if getattr(args, name) != default]
+        if given:
+            raise UsageError(f"{', '.join(given)}: vectorizer options apply to text input, "
+                             f"not to an svmlight matrix")
+    elif args.embedding and args.vectorizer != "tfidf":
+        raise UsageError("--embedding needs --vectorizer tfidf (a vocabulary)")
     with rep.step(f"reading {args.data}"):
         bar = rep.bar(desc="reading")
         try:
@@ -118,11 +124,6 @@ def _fit(args):
     y = np.array(["" if lab is None else lab for lab in labels], dtype=object)
 
     if fmt == "svmlight":
-        given = [f"--{name.replace('_', '-')}" for name, default in TEXT_OPTIONS.items()
-                 if getattr(args, name) != default]
-        if given:
-            raise ValueError(f"{', '.join(given)}: vectorizer options apply to text input, "
-                             f"not to an svmlight matrix")
         pre = []
         X = batch.data
         rep.line(f"svmlight matrix: {X.shape[1]:,} features")
