@@ -80,6 +80,8 @@ def _fit(args):
     s3vm = args.estimator == "laps3vm"
     class_prior = _parse_class_prior(args.class_prior if args.class_prior is not None
                                      else "predicted" if s3vm else "none")
+    if args.embedding and args.vectorizer != "tfidf":
+        raise UsageError("--embedding needs --vectorizer tfidf (a vocabulary)")
     fmt = detect_format(args.data, args.format)
     if fmt == "svmlight":
         given = [f"--{name.replace('_', '-')}" for name, default in TEXT_OPTIONS.items()
@@ -87,8 +89,6 @@ def _fit(args):
         if given:
             raise UsageError(f"{', '.join(given)}: vectorizer options apply to text input, "
                              f"not to an svmlight matrix")
-    elif args.embedding and args.vectorizer != "tfidf":
-        raise UsageError("--embedding needs --vectorizer tfidf (a vocabulary)")
     with rep.step(f"reading {args.data}"):
         bar = rep.bar(desc="reading")
         try:
