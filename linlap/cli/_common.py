@@ -10,6 +10,7 @@ from .._progress import progress
 
 _CHUNK = 10_000
 
+
 class UsageError(ValueError):
     """Options that contradict each other or a malformed value: a wrong command line
     (one error line, exit status 2, before any input is read)."""

@@ -63,7 +63,7 @@ def _fit(args):
     from sklearn.pipeline import Pipeline
 
     from ..estimators import LapRLSClassifier, LapS3VMClassifier, LapSVMClassifier
-    from ..estimators._base import count_nonempty_rows
+    from ..estimators._base import capped_n_neighbors
     from ..graph import KNNGraph
     from ..io import detect_format, iter_batches
     from ..persistence import save
@@ -141,7 +141,7 @@ def _fit(args):
                 rep.line(f"vocabulary: {X.shape[1]:,} terms")
     del batch
 
-    k = max(1, min(args.n_neighbors, count_nonempty_rows(X) - 1))  # empty rows: isolated
+    k = capped_n_neighbors(X, args.n_neighbors)
     # graph and solver progress (both on stderr) when asked, or on a terminal
     verbose = args.verbose or (not args.quiet and sys.stderr.isatty())
     graph = KNNGraph(n_neighbors=k, weight=args.weight, power=args.power,

@@ -41,7 +41,7 @@ def _plot(args):
     import numpy as np
 
     from ..datasets import mask_labels
-    from ..estimators._base import count_nonempty_rows
+    from ..estimators._base import capped_n_neighbors
     from ..estimators import LapRLSClassifier, LapSVMClassifier
     from ..graph import KNNGraph
     from ..plots import _pyplot, plot_convergence, plot_label_curve
@@ -50,7 +50,7 @@ def _plot(args):
     rep = _Reporter(args.quiet)
     with rep.step("reading and vectorizing"):
         X, y, X_test, y_test, title = _plot_data(args)
-    k = max(1, min(args.n_neighbors, count_nonempty_rows(X) - 1))  # empty rows: isolated
+    k = capped_n_neighbors(X, args.n_neighbors)
     with rep.step(f"building the {k}-NN graph"):
         graph = KNNGraph(n_neighbors=k, random_state=args.seed).fit(X)
     marker = -1 if y.dtype.kind in "iu" else ""

@@ -99,19 +99,23 @@ def store_params(est, params):
             setattr(est, name, value)
 
 
+def capped_n_neighbors(X, n_neighbors=None):
+    """``n_neighbors`` (None: the default 50) capped at the non-empty rows of X minus one
+    (empty rows are isolated nodes: they count as no one's neighbour)."""
+    docs = count_nonempty_rows(X)
+    if docs < 2:
+        raise ValueError(f"X has {docs} non-empty rows: the graph needs at least 2 "
+                         f"rows with a nonzero entry.")
+    return min(DEFAULT_N_NEIGHBORS if n_neighbors is None else n_neighbors, docs - 1)
+
+
 def resolve_graph(graph, X, verbose=0):
     """The fitted graph of the rows of X: ``graph`` itself when fitted on them (shared, not
     rebuilt), else a fit of a copy of it, or of the default ``KNNGraph`` (k capped by the
     non-empty rows) when ``graph`` is None."""
     n = X.shape[0]
-    if graph is None:
-        docs = count_nonempty_rows(X)
-        if docs < 2:
-            raise ValueError(f"X has {docs} non-empty rows: the graph needs at least 2 "
-                             f"rows with a nonzero entry.")
-        # KNNGraph itself warns about the empty rows
-        return KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, docs - 1),
-                        verbose=bool(verbose)).fit(X)
+    if graph is None:  # KNNGraph itself warns about the empty rows
+        return KNNGraph(n_neighbors=capped_n_neighbors(X), verbose=bool(verbose)).fit(X)
     graph = clone(graph)  # a fitted graph clones to itself: shared, not rebuilt
     if getattr(graph, "adjacency_", None) is not None and hasattr(graph, "n_samples_fit_"):
         if graph.n_samples_fit_ != n:
