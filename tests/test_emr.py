@@ -275,7 +275,8 @@ def test_conventions_and_validation(data):
     again = pickle.loads(pickle.dumps(emr))
     np.testing.assert_allclose(again.decision_function(X), emr.decision_function(X))
     ys = mask_labels(y, 10, random_state=0)
-    for bad in [dict(gamma_R=-1.0), dict(gamma_R="big"), dict(tol=0), dict(tol=1.0), dict(max_iter=0),
+    for bad in [dict(gamma_R=-1.0), dict(gamma_R="big"), dict(tol=0), dict(tol=1.0),
+                dict(max_iter=0),
                 dict(estimator=KNNGraph()), dict(candidates={"alpha": [1]}),
                 dict(candidates=[]), dict(candidates={"n_neighbors": [200]}),
                 dict(candidates=[KNNGraph(n_neighbors=3).fit(X[:30])])]:

@@ -204,7 +204,8 @@ def test_errors_name_the_problem(Est):
             Est(**bad).fit(X, y_semi)
     with pytest.raises(ValueError, match="needs unlabeled rows"):
         Est(class_prior="labeled").fit(X, y)
-    # values fit would refuse give non-finite scores: an error, not classes_[0]
+    # values fit refuses are refused here too (they give absurd or NaN scores, which
+    # predict would turn into a class)
     clf = Est().fit(X, y_semi)
     Z = X[:3].toarray()
     Z[:] = 1e308

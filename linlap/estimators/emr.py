@@ -12,10 +12,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import (check_consistent_length, check_is_fitted, column_or_1d,
                                       validate_data)
 
+from .._validation import check_positive_int, check_tol
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
-from .._validation import check_tol
 from ._base import scaled_gamma_A, scaled_gamma_I, store_params
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
@@ -315,9 +315,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
                     or not np.isfinite(v) or v < 0):
                 raise ValueError(f"gamma_R must be 'auto' or a finite number >= 0, got {v!r}.")
         check_tol(self)
-        if (not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool)
-                or self.max_iter < 1):
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
+        check_positive_int(self, "max_iter")
 
     def fit(self, X, y):
         """Fit on labeled and unlabeled rows (``y == estimator.unlabeled`` marks unlabeled).
