@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -236,3 +237,65 @@ def test_clone_keeps_shared_graph():
     g = KNNGraph(n_neighbors=5).fit(X)
     est = LapRLSClassifierCV(graph=g)
     assert clone(est).graph is g
+
+
+def test_grid_k_capped_deduplicated_and_built_only_as_asked(monkeypatch):
+    X, y = blobs(n=40, seed=11, noise=0.5)
+    X = X.tolil()
+    X[30:] = 0  # 10 empty rows: at most 29 neighbours
+    X = X.tocsr()
+    ys = mask_labels(y, 12, random_state=11)
+    ys[30:] = -1
+    built = []
+    fit = KNNGraph.fit
+    monkeypatch.setattr(KNNGraph, "fit",
+                        lambda self, X, y=None: built.append(self.n_neighbors) or fit(self, X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the empty rows
+        clf = LapRLSClassifierCV(n_neighbors=[5, 100, 200], gamma_A=[1e-2], gamma_I=[1.0],
+                                 cv=2).fit(X, ys)
+    assert built == [5, 29]  # no default 50-NN graph, 100 and 200 capped to one graph
+    assert sorted({p["n_neighbors"] for p in clf.cv_results_["params"]}) == [5, 29]
+    assert clf.graph_.n_neighbors == clf.best_params_["n_neighbors"]
+
+
+def test_grid_on_a_graph_without_edges_fits_the_labels_alone():
+    X = sp.identity(30, format="csr")  # orthogonal rows: every cosine weight is 0
+    y = np.full(30, -1)
+    y[:10] = np.arange(10) % 2
+    for CV in (LapRLSClassifierCV, LapSVMClassifierCV):
+        with pytest.warns(UserWarning, match="no edge"):
+            clf = CV(gamma_A=[1e-3], gamma_I=[1.0], cv=2,
+                     graph=KNNGraph(n_neighbors=5)).fit(X, y)
+        plain = clf._base(gamma_A=1e-3, gamma_I=1.0, graph=clf.graph_)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plain.fit(X, y)
+        np.testing.assert_allclose(clf.coef_, plain.coef_, atol=1e-8)
+
+
+def test_grid_parameter_forms_and_early_checks():
+    X, y = blobs(seed=12, noise=0.5)
+    ys = mask_labels(y, 10, random_state=12)
+    g = KNNGraph(n_neighbors=5).fit(X)
+    one = LapRLSClassifierCV(gamma_A=np.array(1e-2), gamma_I=1.0, cv=2, graph=g).fit(X, ys)
+    assert one.best_params_["gamma_A"] == 1e-2 and len(one.cv_results_["params"]) == 1
+    for bad in [dict(power=[]), dict(gamma_A=[True]), dict(gamma_I=True), dict(tol=2.0),
+                dict(max_iter=0), dict(n_neighbors=[])]:
+        with pytest.raises(ValueError):
+            LapRLSClassifierCV(cv=2, graph=g, **bad).fit(X, ys)
+
+
+def test_grid_and_kernel_predict_refuse_non_finite_scores():
+    from linlap import KernelLapRLSClassifier
+
+    X, y = blobs(seed=13, noise=0.5)
+    ys = mask_labels(y, 10, random_state=13)
+    g = KNNGraph(n_neighbors=5).fit(X)
+    for clf in (LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0], cv=2, graph=g),
+                KernelLapRLSClassifier(kernel="linear", graph=g)):
+        clf.fit(X, ys)
+        huge = np.full((1, X.shape[1]), 1e308)
+        with pytest.raises(ValueError, match="extreme"):
+            clf.predict(huge)
+        np.testing.assert_array_equal(clf.predict(X[:5]), clf.predict(X[:5].toarray()))

@@ -374,8 +374,11 @@ def test_bad_input():
     with pytest.raises(ValueError, match="rho"):
         lapsvm_path(X, y, graph, rho=np.nan)
     y1 = np.where(y == 0, -1, y)
-    with pytest.raises(ValueError, match="2 classes"):
+    with pytest.raises(ValueError, match="two classes"):  # the estimators' label check
         lapsvm_path(X, y1, graph, rho=0.1)
+    y3 = np.where(np.arange(y.size) % 7 == 0, 2, y)
+    with pytest.raises(ValueError, match="2 classes"):
+        lapsvm_path(X, y3, graph, rho=0.1)
     with pytest.raises(ValueError, match="square"):
         lapsvm_path(X, y, graph, rho=0.1, kernel="precomputed")
     with pytest.raises(ValueError, match="method"):
@@ -401,3 +404,22 @@ def test_reduction_cg_equals_gram():
     np.testing.assert_allclose(r1.V, r2.V, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(r1.u, r2.u, rtol=1e-7, atol=1e-9)
     assert r2.n_iter > 0
+
+
+def test_public_path_validates_X_labels_and_graph():
+    X, y, graph = problem(n=30, seed=15)
+    Xn = X.toarray() if hasattr(X, "toarray") else X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        lapsvm_path(Xn, y, graph, rho=0.1)
+    with pytest.raises(ValueError, match="extreme"):
+        lapsvm_path(X * 1e40, y, graph, rho=0.1)
+    names = np.where(y == -1, "", np.where(y == 1, "b", "a"))
+    with pytest.raises(ValueError, match="string labels"):  # '' would become a class
+        lapsvm_path(X, names, graph, rho=0.1)
+    with pytest.raises(ValueError, match="fitted KNNGraph"):
+        lapsvm_path(X, y, KNNGraph(n_neighbors=5), rho=0.1)
+    with pytest.raises(ValueError, match="built on 30 rows"):
+        lapsvm_path(X[:20], y[:20], KNNGraph(n_neighbors=5).fit(X), rho=0.1)
+    with pytest.raises(ValueError):
+        lapsvm_path(X, y[:20], graph, rho=0.1)

@@ -99,6 +99,64 @@ def store_params(est, params):
             setattr(est, name, value)
 
 
+def check_labels(y, marker):
+    """``labeled_rows, unlabeled_rows, classes, y_idx`` of a 1-D label array, the rows
+    equal to ``marker`` being unlabeled (the same rules for every dtype)."""
+    nan_marker = isinstance(marker, float) and marker != marker
+    if nan_marker and y.dtype.kind not in "fO":
+        raise ValueError(f"unlabeled=nan marks unlabeled rows of a float or object y; y "
+                         f"has dtype {y.dtype}: pass the value that marks them instead.")
+    unlabeled = marker_mask(y, marker)
+    labeled_rows = np.flatnonzero(~unlabeled)
+    if labeled_rows.size == 0:
+        raise ValueError(
+            f"y has no labeled rows: every entry equals the unlabeled marker "
+            f"{marker!r}. Label at least one row of each of two classes."
+        )
+    y_lab = y[labeled_rows]
+    text = y_lab.dtype.kind in "US" or (
+        y_lab.dtype == object and any(isinstance(v, (str, bytes)) for v in y_lab))
+    if text and not (marker is None or isinstance(marker, (str, bytes)) or nan_marker):
+        raise ValueError(
+            f"y holds string labels, so the unlabeled marker {marker!r} matches no row "
+            f"and an empty or missing label would become a class: name the value that "
+            f"marks the unlabeled rows, e.g. unlabeled='' or unlabeled=None (any value "
+            f"that is not a class; the same marker for a fully labeled y).")
+    if y_lab.dtype == object:
+        kinds = {type(v) for v in y_lab}
+        if len(kinds) > 1:
+            raise ValueError(f"y mixes label types {sorted(k.__name__ for k in kinds)}; "
+                             f"use one type (the unlabeled marker is {marker!r}).")
+    if y_lab.dtype.kind == "f" or (y_lab.dtype == object and isinstance(y_lab[0], float)):
+        bad = ~np.isfinite(y_lab.astype(float))
+        if bad.any():
+            raise ValueError(f"y contains {int(bad.sum())} NaN or infinite labels that are "
+                             f"not the unlabeled marker {marker!r} (unlabeled=np.nan marks "
+                             f"NaN rows as unlabeled).")
+    check_classification_targets(y_lab)
+    classes, y_idx = np.unique(y_lab, return_inverse=True)
+    if classes.size < 2:
+        hint = ""
+        if unlabeled.any() and not nan_marker:
+            hint = (f" The {int(unlabeled.sum())} rows equal to {marker!r} are unlabeled "
+                    f"rows (the unlabeled marker); if {marker!r} is a class, mark the "
+                    f"unlabeled rows with another value, e.g. unlabeled=None.")
+        raise ValueError(
+            f"The labeled rows contain a single class ({classes[0]!r}); a classifier "
+            f"needs at least two classes among the labeled rows (1 class found).{hint}"
+        )
+    return labeled_rows, np.flatnonzero(unlabeled), classes, y_idx
+
+
+def check_finite_scores(scores):
+    """``scores``, refused when not all finite (predict would map NaN to ``classes_[0]``)."""
+    if not np.all(np.isfinite(scores)):
+        raise ValueError(f"X gives non-finite decision values: it has values too large "
+                         f"for float64 sums (fit refuses |x| > {MAX_ABS_VALUE:g}); "
+                         f"rescale X as the training data was.")
+    return scores
+
+
 def capped_n_neighbors(X, n_neighbors=None):
     """``n_neighbors`` (None: the default 50) capped at the non-empty rows of X minus one
     (empty rows are isolated nodes: they count as no one's neighbour)."""
@@ -159,53 +217,8 @@ class SemiSupervisedMixin:
         return (X, y) + self._check_labels(y)
 
     def _check_labels(self, y):
-        """``labeled_rows, unlabeled_rows, classes, y_idx`` of a 1-D label array, the rows
-        equal to ``self.unlabeled`` being unlabeled (the same rules for every dtype)."""
-        marker = self.unlabeled
-        nan_marker = isinstance(marker, float) and marker != marker
-        if nan_marker and y.dtype.kind not in "fO":
-            raise ValueError(f"unlabeled=nan marks unlabeled rows of a float or object y; y "
-                             f"has dtype {y.dtype}: pass the value that marks them instead.")
-        unlabeled = marker_mask(y, marker)
-        labeled_rows = np.flatnonzero(~unlabeled)
-        if labeled_rows.size == 0:
-            raise ValueError(
-                f"y has no labeled rows: every entry equals the unlabeled marker "
-                f"{marker!r}. Label at least one row of each of two classes."
-            )
-        y_lab = y[labeled_rows]
-        text = y_lab.dtype.kind in "US" or (
-            y_lab.dtype == object and any(isinstance(v, (str, bytes)) for v in y_lab))
-        if text and not (marker is None or isinstance(marker, (str, bytes)) or nan_marker):
-            raise ValueError(
-                f"y holds string labels, so the unlabeled marker {marker!r} matches no row "
-                f"and an empty or missing label would become a class: name the value that "
-                f"marks the unlabeled rows, e.g. unlabeled='' or unlabeled=None (any value "
-                f"that is not a class; the same marker for a fully labeled y).")
-        if y_lab.dtype == object:
-            kinds = {type(v) for v in y_lab}
-            if len(kinds) > 1:
-                raise ValueError(f"y mixes label types {sorted(k.__name__ for k in kinds)}; "
-                                 f"use one type (the unlabeled marker is {marker!r}).")
-        if y_lab.dtype.kind == "f" or (y_lab.dtype == object and isinstance(y_lab[0], float)):
-            bad = ~np.isfinite(y_lab.astype(float))
-            if bad.any():
-                raise ValueError(f"y contains {int(bad.sum())} NaN or infinite labels that are "
-                                 f"not the unlabeled marker {marker!r} (unlabeled=np.nan marks "
-                                 f"NaN rows as unlabeled).")
-        check_classification_targets(y_lab)
-        classes, y_idx = np.unique(y_lab, return_inverse=True)
-        if classes.size < 2:
-            hint = ""
-            if unlabeled.any() and not nan_marker:
-                hint = (f" The {int(unlabeled.sum())} rows equal to {marker!r} are unlabeled "
-                        f"rows (the unlabeled marker); if {marker!r} is a class, mark the "
-                        f"unlabeled rows with another value, e.g. unlabeled=None.")
-            raise ValueError(
-                f"The labeled rows contain a single class ({classes[0]!r}); a classifier "
-                f"needs at least two classes among the labeled rows (1 class found).{hint}"
-            )
-        return labeled_rows, np.flatnonzero(unlabeled), classes, y_idx
+        """:func:`check_labels` with this estimator's ``unlabeled`` marker."""
+        return check_labels(y, self.unlabeled)
 
     def _balance_targets(self, classes, y_idx, n_unlabeled):
         """Wanted mean decision value r per target column, or None."""
@@ -396,12 +409,7 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
             X = X.tocsr()  # what the prediction converts to anyway (DOK, LIL have no .data)
         if (sp.issparse(X) or isinstance(X, np.ndarray)) and np.issubdtype(X.dtype, np.number):
             check_extreme_values(X)  # as fit does: such values give absurd or NaN scores
-        scores = super().decision_function(X)
-        if not np.all(np.isfinite(scores)):  # else predict would map NaN to classes_[0]
-            raise ValueError(f"X gives non-finite decision values: it has values too large "
-                             f"for float64 sums (fit refuses |x| > {MAX_ABS_VALUE:g}); "
-                             f"rescale X as the training data was.")
-        return scores
+        return check_finite_scores(super().decision_function(X))
 
     def predict(self, X):
         """Predicted class labels (a dask array for a dask array X)."""

@@ -30,15 +30,15 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.model_selection import StratifiedKFold
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import marker_mask
-from .._validation import check_graph_param
+from .._validation import check_graph_param, check_positive_int, check_tol, is_int
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.grid import laprls_grid, lapsvm_grid
 from ..solvers.laprls import laprls_linear
-from ._base import SemiSupervisedMixin, store_params
+from ._base import SemiSupervisedMixin, capped_n_neighbors, resolve_graph, store_params
 from .linear import LapRLSClassifier, LapSVMClassifier
 
 __all__ = ["LapRLSClassifierCV", "LapSVMClassifierCV", "select_gamma_I",
@@ -258,6 +258,13 @@ def select_gamma_I(X, y_idx, labeled_rows, graph, *, gamma_A, grid, cv=3,
     return GammaISelection(float(grid[chosen]), grid, errors, mean, threshold, best, k)
 
 
+def _as_list(values):
+    """A grid parameter as a list: a scalar (or 0-d array) is a one-value grid."""
+    if np.ndim(values) == 0:
+        return [values.item() if isinstance(values, np.ndarray) else values]
+    return list(values)
+
+
 _DEFAULT_GAMMA_A = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1)
 _DEFAULT_GAMMA_I = (1e-2, 1e-1, 1.0, 10.0, 100.0, 300.0, 1000.0)
 
@@ -268,14 +275,13 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
     _base = None
 
     # -- params -----------------------------------------------------------------------
-    def _grid_values(self, name, positive=True, allow_zero=False):
-        vals = getattr(self, name)
-        vals = [vals] if np.isscalar(vals) else list(vals)
+    def _grid_values(self, name):
+        vals = _as_list(getattr(self, name))
         if not vals:
             raise ValueError(f"{name} must hold at least one value.")
         for v in vals:
-            if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0 \
-                    or (v == 0 and not allow_zero):
+            if not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_)) \
+                    or not np.isfinite(v) or v <= 0:
                 raise ValueError(f"every {name} must be a finite number > 0, got {v!r}.")
         return vals
 
@@ -286,14 +292,16 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         if p is not None and (not isinstance(p, numbers.Integral) or isinstance(p, bool)
                               or p < 1):
             raise ValueError(f"patience must be None or an integer >= 1, got {p!r}.")
+        check_tol(self)  # before the grid runs, not at the refit
+        check_positive_int(self, "max_iter")
         gA = self._grid_values("gamma_A")
         gI = self._grid_values("gamma_I")
-        powers = [None] if self.power is None else (
-            [self.power] if np.isscalar(self.power) else list(self.power))
+        powers = [None] if self.power is None else _as_list(self.power)
         for p in powers:
-            if p is not None and (not isinstance(p, numbers.Integral) or isinstance(p, bool)
-                                  or p < 1):
+            if p is not None and not (is_int(p) and p >= 1):
                 raise ValueError(f"power must be None or integers >= 1, got {p!r}.")
+        if not powers:
+            raise ValueError("power must hold at least one value (None: the graph's).")
         cp = self.class_prior
         if isinstance(cp, (list, tuple)) and not (
                 len(cp) and all(isinstance(v, numbers.Real) for v in cp)):
@@ -302,11 +310,9 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
             priors = [cp]               # one setting (None, 'labeled', a dict or proportions)
         if not priors:
             raise ValueError("class_prior must hold at least one setting (None for off).")
-        ks = [None] if self.n_neighbors is None else (
-            [self.n_neighbors] if np.isscalar(self.n_neighbors) else list(self.n_neighbors))
+        ks = [None] if self.n_neighbors is None else _as_list(self.n_neighbors)
         for k in ks:
-            if k is not None and (not isinstance(k, numbers.Integral) or isinstance(k, bool)
-                                  or k < 1):
+            if k is not None and not (is_int(k) and k >= 1):
                 raise ValueError(f"n_neighbors must be None or integers >= 1, got {k!r}.")
         if not ks:
             raise ValueError("n_neighbors must hold at least one value (None: the graph's).")
@@ -314,18 +320,20 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         check_graph_param(self)
         return gA, gI, ks, powers, priors
 
-    def _graphs(self, X, probe, ks, powers):
-        """One kNN graph per k (built once), one Laplacian view per power (never formed)."""
-        base = probe._fit_graph(X) if self.graph is None else \
-            LapRLSClassifier(graph=self.graph)._fit_graph(X)
+    def _graphs(self, X, ks, powers):
+        """One kNN graph per k (built once; k None: ``graph`` itself or the default), one
+        Laplacian view per power (never formed). The ks are already capped
+        (:func:`capped_n_neighbors`)."""
         out = {}
         for k in ks:
-            if k is None or min(k, X.shape[0] - 1) == base.n_neighbors:
-                g = base
+            if k is None:
+                g = self._fit_graph(X)
+            elif self.graph is not None and self.graph.n_neighbors == k:
+                g = resolve_graph(self.graph, X, self.verbose)  # a fitted one is shared
             else:
-                params = base.get_params(deep=False)
-                params["n_neighbors"] = min(int(k), X.shape[0] - 1)
-                g = KNNGraph(**params).fit(X)
+                params = ({"verbose": bool(self.verbose)} if self.graph is None else
+                          self.graph.get_params(deep=False))
+                g = KNNGraph(**dict(params, n_neighbors=k)).fit(X)
             for p in powers:
                 out[(k, p)] = g if p is None or p == g.power else g.with_laplacian(power=p)
         return out
@@ -363,9 +371,11 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         """
         gA, gI, ks, powers, priors = self._check_grid()
         X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(X, y)
-        probe = self._make_base(None)
+        # the k the graphs are built with (capped by the non-empty rows, as the
+        # estimators' default k is), each once: best_params_ reports the k used
+        ks = list(dict.fromkeys(None if k is None else capped_n_neighbors(X, k) for k in ks))
         t0 = time.perf_counter()
-        graphs = self._graphs(X, probe, ks, powers)
+        graphs = self._graphs(X, ks, powers)
         graph_time = time.perf_counter() - t0
 
         if validation is not None:
@@ -411,7 +421,8 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         for s, (ytr, Xte, yte, lab_rows, lab_idx) in enumerate(splits):
             for ik, ip, iq in combos:
                 graph = graphs[(ks[ik], powers[ip])]
-                if self._shifted(priors[iq]):
+                # (the shifted runs need a graph term; without an edge: one fit each)
+                if self._shifted(priors[iq]) and graph.scale_ > 0:
                     # every (γ_A, γ_I) from one shifted CG run per γ_I
                     t = time.perf_counter()
                     coef, intercept, steps = self._grid_solve(
@@ -475,6 +486,11 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         self.graph_ = best.graph_
         self.n_iter_ = best.n_iter_
         return self
+
+    def decision_function(self, X):
+        """Decision values of ``best_estimator_`` (X checked as it checks it)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(X)
 
 
 class LapRLSClassifierCV(_GridCV):

@@ -17,12 +17,14 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_graph_param, check_nonnegative, check_positive_int, check_tol
+from .._validation import (check_extreme_values, check_graph_param, check_nonnegative,
+                           check_positive_int, check_tol)
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.kernel_newton import kernel_newton
 from ..solvers.kernel_pcg import EARLY_STOPPING, kernel_pcg
-from ._base import SemiSupervisedMixin, check_finite_solution, store_params
+from ._base import (SemiSupervisedMixin, check_finite_scores, check_finite_solution,
+                    store_params)
 from ..solvers.kernel_dual import dual_workspace_bytes, kernel_lapsvm_dual
 
 __all__ = ["KernelLapSVMClassifier", "KernelLapRLSClassifier"]
@@ -232,11 +234,12 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "dual_coef_")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        check_extreme_values(X)  # as fit does
         if sp.issparse(X) != sp.issparse(self.X_fit_):
             X = sp.csr_matrix(X) if sp.issparse(self.X_fit_) else X.toarray()
         F = kernel_product(X, self.X_fit_, self.dual_coef_.T, kernel=self.kernel,
                            gamma=self.gamma_, degree=self.degree, coef0=self.coef0)
-        F = F + self.intercept_
+        F = check_finite_scores(F + self.intercept_)
         return F[:, 0] if F.shape[1] == 1 else F
 
     def predict(self, X):

@@ -11,13 +11,14 @@ import numbers
 import time
 
 import numpy as np
+from sklearn.utils import check_array, check_consistent_length, column_or_1d
 from sklearn.utils.validation import check_is_fitted
 
-from .._labels import marker_mask
-from .._validation import check_graph_param, check_positive_int, check_tol
+from .._validation import (check_extreme_values, check_graph_param, check_positive_int,
+                           check_tol)
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.path import path_for_targets, path_reduction
-from ._base import LinearLapClassifier, store_params
+from ._base import LinearLapClassifier, check_labels, store_params
 from .cv import _check_cv, _folds, _validation_set
 
 __all__ = ["LapSVMPathClassifier", "lapsvm_path"]
@@ -68,15 +69,21 @@ def lapsvm_path(X, y, graph, *, rho, unlabeled=-1, kernel=None, fit_intercept=Tr
     -------
     LapSVMPath
     """
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}.")
-    lab = np.flatnonzero(~marker_mask(y, unlabeled))
-    classes = np.unique(y[lab])
+    X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
+    check_extreme_values(X)
+    y = column_or_1d(y)
+    check_consistent_length(X, y)
+    if not (hasattr(graph, "laplacian_matvec") and hasattr(graph, "scale_")):
+        raise ValueError("graph must be a fitted KNNGraph (with laplacian_matvec and scale_); "
+                         "fit it on X first.")
+    n_fit = getattr(graph, "n_samples_fit_", X.shape[0])
+    if n_fit != X.shape[0]:
+        raise ValueError(f"The graph was built on {n_fit} rows but X has {X.shape[0]}.")
+    lab, _, classes, y_idx = check_labels(y, unlabeled)
     if classes.size != 2:
         raise ValueError(f"lapsvm_path is binary: the labeled rows must hold exactly 2 "
                          f"classes, found {classes.size}.")
-    targets = np.where(y[lab] == classes[1], 1.0, -1.0)
+    targets = np.where(y_idx == 1, 1.0, -1.0)
     red = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=rho,
                          fit_intercept=fit_intercept, kernel=kernel, method=method, tol=tol,
                          max_iter=max_iter, memory_budget=memory_budget)
@@ -107,7 +114,8 @@ class LapSVMPathClassifier(LinearLapClassifier):
     Parameters
     ----------
     rho : float, default=1e-5
-        ``γ_A/γ_I`` (the defaults of :class:`LapSVMClassifier` have 1e-5).
+        ``γ_A/γ_I`` (the 'scaled' defaults of :class:`LapSVMClassifier` give
+        1.25·10⁻⁶ at 25 labels per class, 2.5·10⁻⁷ at 5 per class).
     graph : KNNGraph or None, default=None
         As in :class:`LapRLSClassifier`: built once on X when None; a fitted graph is reused.
     cv : int, default=5
@@ -163,7 +171,7 @@ class LapSVMPathClassifier(LinearLapClassifier):
         if not isinstance(r, numbers.Real) or not 0 < r < 1:
             raise ValueError(f"lambda_min_ratio must be in (0, 1), got {r!r}.")
         check_tol(self)
-        check_positive_int(self, "max_iter")
+        check_positive_int(self, "max_iter", "memory_budget")
         check_graph_param(self)
 
     def fit(self, X, y, validation=None):
