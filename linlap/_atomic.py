@@ -1,35 +1,69 @@
 """Atomic file replacement: an interrupted write never destroys the file it replaces."""
 
 import contextlib
+import errno
 import glob
 import os
+import stat
 import tempfile
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "check_destination"]
+
+
+def check_destination(path):
+    """Raise now, naming ``path``, what would make :func:`atomic_write` fail at the end:
+    an empty name, a directory, a missing directory, or one where files cannot be
+    created (so that a long run is not wasted on an output it cannot write)."""
+    path = os.fspath(path)
+    if not path.strip():
+        raise ValueError("an empty file name given for the output")
+    if path.endswith(("/", os.sep)) or os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "is a directory; give a file name", path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, "cannot write there: no directory "
+                                f"{directory}", path)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "cannot write there: no permission to create "
+                              f"files in {directory}", path)
 
 
 @contextlib.contextmanager
 def atomic_write(path, prefix=".linlap-"):
     """Yield a binary file in ``path``'s directory; on success it replaces ``path``.
 
-    The data is flushed and fsynced before ``os.replace``; on any exception the
-    temporary file is removed and ``path`` is left as it was. The new file gets the
-    permissions a plain ``open(path, 'wb')`` would give (``mkstemp`` makes it 0600).
+    The destination is checked first (:func:`check_destination`). The data is flushed
+    and fsynced before ``os.replace``; on any exception the temporary file is removed
+    and ``path`` is left as it was. The new file gets the permissions a plain
+    ``open(path, 'wb')`` would give: those of the file it replaces, else 0666 less the
+    umask (``mkstemp`` makes it 0600). Errors name ``path``, not the temporary file.
     """
     path = os.fspath(path)
+    check_destination(path)
     directory = os.path.dirname(os.path.abspath(path))
     remove_stale(directory, prefix)
     # the writer's process id in the name tells a later save whether it is still running
-    fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", suffix=".tmp",
+                                   dir=directory)
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, path) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except OSError:  # a new file
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise type(exc)(exc.errno, exc.strerror, path) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

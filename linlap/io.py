@@ -28,6 +28,10 @@ FORMATS = ("auto", "jsonl", "csv", "svmlight", "dir")
 #: SVMlight transductive convention; ``-1`` and ``1`` are the usual binary classes).
 SVMLIGHT_UNLABELED = "0"
 
+#: Largest feature index of an svmlight file (int32 column indices; a larger index is
+#: a corrupt line, and would make the model's weight vector absurdly long).
+MAX_SVMLIGHT_INDEX = 2**31 - 2
+
 _SUFFIXES = {
     ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
     ".csv": "csv", ".tsv": "csv",
@@ -108,12 +112,19 @@ def _normalise_label(value, unlabeled):
     return value
 
 
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not a JSON value; write a label as a string or a finite "
+                     f"number")
+
+
 def _jsonl_record(path, number, line, text_column, label_column, unlabeled):
     """``(text, label, has_label_field)`` of one non-blank JSON line (errors name the line)."""
     try:
-        record = json.loads(line)
+        record = json.loads(line, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+    except ValueError as exc:  # NaN / Infinity: Python's json reads them, JSON has none
+        raise ValueError(f"{path}, line {number}: not valid JSON ({exc})") from None
     if not isinstance(record, dict):
         raise ValueError(f"{path}, line {number}: expected a JSON object "
                          f"{{\"{text_column}\": ...}}, got {type(record).__name__}")
@@ -170,7 +181,8 @@ def _iter_csv(path, text_column, label_column, unlabeled, chunk_size, need_label
             line_no[0] = number
             yield line
 
-    reader = csv.reader(text_lines(), delimiter=delimiter)
+    # strict: an unclosed quote is an error, not a field that swallows the rest of the file
+    reader = csv.reader(text_lines(), delimiter=delimiter, strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -188,7 +200,7 @@ def _iter_csv(path, text_column, label_column, unlabeled, chunk_size, need_label
     ti = header.index(text_column)
     li = header.index(label_column) if label_column in header else None
     texts, labels, ids = [], [], []
-    row_no = 0
+    row_no = kept = 0
     while True:
         try:
             row = next(reader)
@@ -202,13 +214,14 @@ def _iter_csv(path, text_column, label_column, unlabeled, chunk_size, need_label
         if len(row) != len(header):
             raise ValueError(f"{path}, line {line_no[0]} (row {row_no}): {len(row)} fields, "
                              f"but the header has {len(header)}")
+        kept += 1
         texts.append(row[ti])
         labels.append(_normalise_label(row[li], unlabeled) if li is not None else None)
         ids.append(str(row_no))
         if len(texts) >= chunk_size:
             yield Batch(texts, labels, ids)
             texts, labels, ids = [], [], []
-    if row_no == 0:
+    if kept == 0:
         raise ValueError(f"{path}: no data rows after the header")
     if texts:
         yield Batch(texts, labels, ids)
@@ -260,15 +273,15 @@ def _iter_svmlight(path, unlabeled, chunk_size, n_features):
             if idx == "qid":
                 continue
             try:
-                if not sep:
+                if not sep or not (idx.isascii() and idx.isdigit()):  # int() takes "1_0"
                     raise ValueError
                 j, v = int(idx), float(val)
-                if j < 0 or not np.isfinite(v):
+                if not 0 <= j <= MAX_SVMLIGHT_INDEX or not np.isfinite(v):
                     raise ValueError
             except ValueError:
                 raise ValueError(f"{path}, line {number}: bad svmlight line: {token!r} is "
-                                 f"not index:value (a non-negative integer and a finite "
-                                 f"number)") from None
+                                 f"not index:value (an integer in [0, {MAX_SVMLIGHT_INDEX}] "
+                                 f"and a finite number)") from None
             if n_features is not None and j >= n_features:
                 continue  # a feature the model never saw: ignored, like an unknown word
             max_index = max(max_index, j)

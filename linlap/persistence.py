@@ -1,22 +1,61 @@
 """Save and load fitted linlap models (``linlap.save`` / ``linlap.load``).
 
-A model file is a joblib dump of the dict ::
+A model file is a first line ``LINLAP-MODEL 2``, a JSON header line ::
 
-    {"format": "linlap-model", "linlap_version": ..., "sklearn_version": ..., "model": ...}
+    {"format": "linlap-model", "linlap_version": ..., "sklearn_version": ...,
+     "bytes": N, "sha256": ...}
 
-:func:`load` checks the tag and both versions before handing the model back. Like every
+and the joblib dump of the model: N bytes, to the end of the file, with their SHA-256.
+:func:`load` checks the header — the tag and both versions — and the length and
+checksum of the model bytes before it unpickles them: a file from another version is
+refused without running its pickle, and a truncated or damaged file is refused whether
+or not it was compressed. (Files of linlap's first format — a joblib dump of the
+header dict with the model in it — still load; they have no checksum.) Like every
 pickle-based format, a model file can run code when loaded: load only files you trust.
 """
 
 import copy
-import errno
+import hashlib
+import json
 import os
+import re
+import warnings
 
 from ._atomic import atomic_write
 
 __all__ = ["save", "load", "FORMAT_TAG"]
 
 FORMAT_TAG = "linlap-model"
+#: first line of a model file
+MAGIC = b"LINLAP-MODEL 2\n"
+_HEADER_MAX = 4096  # bytes of the header line
+
+
+class _HashingWriter:
+    """A write-only file that passes the bytes on to ``fh`` and hashes and counts them
+    (joblib's pickler also asks for ``tell``)."""
+
+    def __init__(self, fh):
+        self.fh, self.sha256, self.size = fh, hashlib.sha256(), 0
+
+    def write(self, data):
+        self.sha256.update(data)
+        self.size += len(data)
+        return self.fh.write(data)
+
+    def flush(self):
+        self.fh.flush()
+
+    def tell(self):
+        return self.fh.tell()
+
+
+def _header_line(linlap_version, sklearn_version, size, sha256):
+    """The JSON header, the same length whatever the size and digest (it is written
+    before the model with placeholders, then over them)."""
+    return (json.dumps({"format": FORMAT_TAG, "linlap_version": linlap_version,
+                        "sklearn_version": sklearn_version, "bytes": f"{size:020d}",
+                        "sha256": sha256}) + "\n").encode()
 
 
 def _versions():
@@ -27,11 +66,8 @@ def _versions():
 
 
 def _major_minor(version):
-    parts = str(version).split(".")
-    try:
-        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
-    except (IndexError, ValueError):
-        return None
+    m = re.match(r"(\d+)\.(\d+)", str(version))
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _strip_estimator(est):
@@ -41,7 +77,10 @@ def _strip_estimator(est):
     solver state holds n-row arrays; neither is needed to predict (predictions use
     ``coef_`` and ``intercept_``). The graph parameter is replaced by an unfitted
     KNNGraph with the same parameters, so the file still records how it was built.
-    ``transduction_`` (one label per training row) is kept.
+    ``transduction_`` (one label per training row) is kept. The refitted model of a
+    CV estimator (``best_estimator_``) and the base model of ``EMRClassifier``
+    (``estimator_``) are stripped the same way, and EMR's candidate graphs (``graphs_``)
+    are left out.
     """
     from .graph import KNNGraph
 
@@ -50,6 +89,11 @@ def _strip_estimator(est):
     est = copy.copy(est)
     if getattr(est, "graph_", None) is not None:
         est.graph_ = None
+    for name in ("best_estimator_", "estimator_"):
+        if getattr(est, name, None) is not None:
+            setattr(est, name, _strip_estimator(getattr(est, name)))
+    if getattr(est, "graphs_", None) is not None:
+        est.graphs_ = None
     if hasattr(est, "_solution"):
         est._solution = None
     est.__dict__.pop("_tinv_cache", None)
@@ -83,9 +127,10 @@ def save(model, path, *, keep_graph=False, compress=3):
         Usually ``Pipeline([vectorizer, LapRLSClassifier/LapSVMClassifier])``.
     path : str or path-like
     keep_graph : bool, default=False
-        By default the fitted kNN graph (``graph_``; large, and not needed to
-        predict) and the solver's n-row state are left out of the file; the graph's
-        parameters are kept, and so is ``transduction_``. The model object passed in
+        By default the fitted kNN graph (``graph_``, also that of a CV estimator's
+        ``best_estimator_`` and EMR's ``estimator_``, and EMR's candidate ``graphs_``;
+        large, and not needed to predict) and the solver's n-row state are left out of
+        the file; the graph's parameters are kept, and so is ``transduction_``. The model object passed in
         is not modified. ``keep_graph=True`` saves everything.
     compress : int, default=3
         joblib compression level.
@@ -93,66 +138,123 @@ def save(model, path, *, keep_graph=False, compress=3):
     import joblib
 
     linlap_version, sklearn_version = _versions()
-    payload = {
-        "format": FORMAT_TAG,
-        "linlap_version": linlap_version,
-        "sklearn_version": sklearn_version,
-        "model": model if keep_graph else _strip(model),
-    }
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(errno.ENOENT, "cannot save the model: no such directory",
-                                directory)
+    model = model if keep_graph else _strip(model)
     with atomic_write(path, prefix=".linlap-") as fh:
-        joblib.dump(payload, fh, compress=compress)
+        fh.write(MAGIC)
+        start = fh.tell()
+        fh.write(_header_line(linlap_version, sklearn_version, 0, "0" * 64))
+        body = _HashingWriter(fh)
+        joblib.dump(model, body, compress=compress)
+        fh.seek(start)  # the header again, now with the length and digest
+        fh.write(_header_line(linlap_version, sklearn_version, body.size,
+                              body.sha256.hexdigest()))
 
 
 def load(path, *, check_versions=True):
     """Load a model written by :func:`save`.
 
+    The header (format tag, versions) and the checksum of the model bytes are checked
+    before the model is unpickled.
+
     Raises
     ------
     ValueError
-        If the file is not a linlap model, is truncated or corrupt, or was written
-        by an incompatible version: another scikit-learn major.minor release, or
-        another linlap major version (``check_versions=False`` skips the version
-        check, at your own risk).
+        If the file is not a linlap model, is truncated or corrupt (its length or
+        SHA-256 differs from the header's), was written by an incompatible version
+        (another scikit-learn major.minor release, or another linlap major version;
+        ``check_versions=False`` skips that check, at your own risk), or its model
+        cannot be unpickled here (e.g. a class this installation lacks).
     OSError
         If the file cannot be read.
     """
     import joblib
+    from sklearn.exceptions import InconsistentVersionWarning
 
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ValueError(f"{path}: no such model file")
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, not a model file")
+    with open(path, "rb") as fh:
+        if fh.read(len(MAGIC)) != MAGIC:
+            return _load_first_format(path, check_versions)
+        header = _read_header(path, fh)
+        if check_versions:
+            _check_versions(path, header)
+        start = fh.tell()
+        size = os.fstat(fh.fileno()).st_size - start
+        digest = hashlib.sha256()
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+        if size != int(header["bytes"]) or digest.hexdigest() != header["sha256"]:
+            what = "truncated" if size < int(header["bytes"]) else "corrupt"
+            raise ValueError(f"{path}: the model file is {what} ({size} bytes of model data "
+                             f"where its header has {int(header['bytes'])}"
+                             + ("" if size != int(header["bytes"]) else
+                                ", and their SHA-256 differs from the header's") + ")")
+        fh.seek(start)
+        with warnings.catch_warnings():
+            if check_versions:  # same major.minor: the patch releases may differ
+                warnings.simplefilter("ignore", InconsistentVersionWarning)
+            try:
+                return joblib.load(fh)
+            except (OSError, MemoryError):
+                raise
+            except Exception as exc:  # intact bytes: a class or module missing here
+                raise ValueError(f"{path}: the model could not be loaded "
+                                 f"({_describe(exc)})") from None
+
+
+def _describe(exc):
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _read_header(path, fh):
+    line = fh.readline(_HEADER_MAX)
+    try:
+        header = json.loads(line)
+    except ValueError:
+        header = None
+    if not (isinstance(header, dict) and header.get("format") == FORMAT_TAG
+            and isinstance(header.get("bytes"), str) and header["bytes"].isdigit()
+            and isinstance(header.get("sha256"), str)):
+        raise ValueError(f"{path}: the model file is corrupt (its header line is damaged)")
+    return header
+
+
+def _load_first_format(path, check_versions):
+    """A file of the first format: a joblib dump of the header dict with the model."""
+    import joblib
+
     try:
         payload = joblib.load(path)
-    except MemoryError:
+    except (OSError, MemoryError):
         raise
     except Exception as exc:  # truncated / foreign files fail in many ways
-        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         raise ValueError(f"{path}: not a linlap model file, or truncated/corrupt "
-                         f"({detail})") from None
+                         f"({_describe(exc)})") from None
     if not (isinstance(payload, dict) and payload.get("format") == FORMAT_TAG
             and "model" in payload):
         raise ValueError(f"{path}: not a linlap model file (no {FORMAT_TAG!r} tag; save "
                          f"models with linlap.save or `linlap fit`)")
     if check_versions:
-        linlap_version, sklearn_version = _versions()
-        saved_sk = payload.get("sklearn_version")
-        if _major_minor(saved_sk) != _major_minor(sklearn_version):
-            raise ValueError(
-                f"{path}: the model was saved with scikit-learn {saved_sk}, but "
-                f"scikit-learn {sklearn_version} is installed; install scikit-learn=="
-                f"{saved_sk} to load it, or refit the model")
-        saved_ll = payload.get("linlap_version")
-        mm = _major_minor(saved_ll)
-        if mm is None or mm[0] != _major_minor(linlap_version)[0]:
-            raise ValueError(
-                f"{path}: the model was saved with linlap {saved_ll}, incompatible with "
-                f"the installed linlap {linlap_version} (different major version); refit "
-                f"the model")
+        _check_versions(path, payload)
     return payload["model"]
+
+
+def _check_versions(path, payload):
+    """The saved scikit-learn major.minor and linlap major equal the installed ones."""
+    linlap_version, sklearn_version = _versions()
+    saved_sk = payload.get("sklearn_version")
+    if _major_minor(saved_sk) != _major_minor(sklearn_version):
+        raise ValueError(
+            f"{path}: the model was saved with scikit-learn {saved_sk}, but "
+            f"scikit-learn {sklearn_version} is installed; install scikit-learn=="
+            f"{saved_sk} to load it, or refit the model")
+    saved_ll = payload.get("linlap_version")
+    mm = _major_minor(saved_ll)
+    if mm is None or mm[0] != _major_minor(linlap_version)[0]:
+        raise ValueError(
+            f"{path}: the model was saved with linlap {saved_ll}, incompatible with "
+            f"the installed linlap {linlap_version} (different major version); refit "
+            f"the model")

@@ -178,6 +178,13 @@ def _write(path, content, mode="w"):
      ["line 2", "JSON"]),
     ("ragged.csv", "text,label\nhello,a,extra\n", [], ["line 2", "fields"]),
     ("data.txt", "hello\n", [], ["--format"]),
+    ("unclosed.csv", 'text,label\napple,a\n"engine wheel,b\nbrake motor,a\n', [],
+     ["unclosed.csv", "bad CSV"]),
+    ("nanlabel.jsonl", '{"text": "a b", "label": "x"}\n{"text": "c d", "label": NaN}\n', [],
+     ["line 2", "NaN"]),
+    ("blank.csv", "text,label\n\n\n", [], ["no data rows"]),
+    ("hugeidx.svm", "1 1:0.5\n-1 9999999999999999999999:1\n", [], ["line 2", "99999"]),
+    ("underscore.svm", "1 1_0:0.5\n-1 2:1\n", [], ["line 1", "1_0"]),
 ])
 def test_malformed_input_gives_one_error_line(tmp_path, name, content, extra, fragments):
     path = _write(tmp_path / name, content)
@@ -442,3 +449,18 @@ def test_review_fixes_outputs_inputs_and_reports(tmp_path, capsys):
         (tmp_path / "dir" / (c if i < 10 else "unknown") / f"{i}.txt").write_text(t)
     error_line(main(["fit", str(tmp_path / "dir"), "--model", str(model),
                      "--unlabeled-label", "unknown"]), "'unlabeled/' folder")
+
+
+def test_destinations_checked_before_the_work(tmp_path, model, corpus):
+    data = tmp_path / "v.csv"
+    data.write_bytes((corpus / "train.csv").read_bytes())
+    before = data.read_bytes()
+    res = run("fit", data, "--model", data)
+    assert res.returncode == 2 and "input file" in res.stderr, res.stderr
+    assert data.read_bytes() == before  # the training data is not replaced by a model
+    res = run("predict", model, corpus / "test.jsonl", "--out", tmp_path)
+    assert_user_error(res, str(tmp_path), "is a directory")
+    assert ".linlap-" not in res.stderr and res.stdout == ""
+    assert_user_error(run("fit", corpus / "train.csv", "--model", f"{tmp_path}/new/"),
+                      "is a directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.csv"]

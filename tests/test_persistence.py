@@ -1,5 +1,7 @@
 """linlap.save / linlap.load and linlap.feature_weights."""
 
+import hashlib
+import json
 import os
 
 import joblib
@@ -48,9 +50,9 @@ def test_round_trip_predicts_the_same(tmp_path, data, fitted):
     assert not hasattr(est.graph, "adjacency_")
     np.testing.assert_array_equal(est.transduction_, fitted[-1].transduction_)
     assert fitted[-1].graph_ is not None and hasattr(fitted[-1].graph_, "adjacency_")
-    payload = joblib.load(path)
-    assert payload["format"] == "linlap-model"
-    assert payload["linlap_version"] == linlap.__version__
+    header = _parts(path)[1]
+    assert header["format"] == "linlap-model"
+    assert header["linlap_version"] == linlap.__version__
     # keep_graph=True keeps it
     linlap.save(fitted, tmp_path / "full.joblib", keep_graph=True)
     assert linlap.load(tmp_path / "full.joblib")[-1].graph_ is not None
@@ -96,12 +98,78 @@ def test_refuses_foreign_truncated_and_missing(tmp_path, fitted):
 def test_refuses_incompatible_versions(tmp_path, fitted, field, value, match):
     path = tmp_path / "m.joblib"
     linlap.save(fitted, path)
-    payload = joblib.load(path)
-    payload[field] = value
-    joblib.dump(payload, path)
+    magic, header, body = _parts(path)
+    _write_parts(path, magic, dict(header, **{field: value}), body)
     with pytest.raises(ValueError, match=match):
         linlap.load(path)
     assert linlap.load(path, check_versions=False) is not None
+    # checked before the model is unpickled: a body this version could not read
+    _write_parts(path, magic, dict(header, **{field: value}, sha256="0" * 64),
+                 b"not a pickle")
+    with pytest.raises(ValueError, match=match):
+        linlap.load(path)
+    # the first format (a joblib dump of the header dict with the model) still loads
+    # and is checked the same way
+    joblib.dump(dict(header, model=fitted), path)
+    assert linlap.load(path) is not None
+    joblib.dump(dict(header, model=fitted, **{field: value}), path)
+    with pytest.raises(ValueError, match=match):
+        linlap.load(path)
+
+
+def _parts(path):
+    magic, header, body = path.read_bytes().split(b"\n", 2)
+    return magic, json.loads(header), body
+
+
+def _write_parts(path, magic, header, body):
+    path.write_bytes(magic + b"\n" + json.dumps(header).encode() + b"\n" + body)
+
+
+@pytest.mark.parametrize("compress", [0, 3])
+def test_checksum_refuses_damaged_files(tmp_path, fitted, compress):
+    path = tmp_path / "m.joblib"
+    linlap.save(fitted, path, compress=compress)
+    magic, header, body = _parts(path)
+    assert int(header["bytes"]) == len(body)
+    flipped = bytearray(body)
+    flipped[len(body) // 2] ^= 0x20  # one bit, e.g. inside a string of the vectoriser
+    _write_parts(path, magic, header, bytes(flipped))
+    with pytest.raises(ValueError, match="corrupt.*SHA-256"):
+        linlap.load(path)
+    _write_parts(path, magic, header, body[:-1])  # the last byte (zlib's checksum) cut
+    with pytest.raises(ValueError, match="truncated"):
+        linlap.load(path)
+    path.write_bytes(magic + b"\n{\"format\": \"linlap-mo\n" + body)
+    with pytest.raises(ValueError, match="header"):
+        linlap.load(path)
+
+
+def test_intact_file_that_cannot_be_unpickled_is_not_called_corrupt(tmp_path, fitted):
+    path = tmp_path / "m.joblib"
+    linlap.save(fitted, path)
+    magic, header, _ = _parts(path)
+    body = b"cno_such_linlap_module\nThing\n."  # a pickle of a class this install lacks
+    _write_parts(path, magic, dict(header, bytes=f"{len(body):020d}",
+                                   sha256=hashlib.sha256(body).hexdigest()), body)
+    with pytest.raises(ValueError, match="could not be loaded.*ModuleNotFoundError"):
+        linlap.load(path)
+
+
+def test_save_keeps_the_permissions_of_the_file_it_replaces(tmp_path, fitted):
+    path = tmp_path / "m.joblib"
+    linlap.save(fitted, path)
+    os.chmod(path, 0o600)
+    linlap.save(fitted, path)
+    assert (os.stat(path).st_mode & 0o777) == 0o600
+
+
+def test_major_minor_of_pre_releases():
+    from linlap.persistence import _major_minor
+
+    assert _major_minor("1.10rc1") == (1, 10)
+    assert _major_minor("1.8.dev0") == (1, 8)
+    assert _major_minor("garbage") is None
 
 
 def test_interrupted_save_leaves_previous_model_intact(tmp_path, fitted, monkeypatch):
@@ -177,3 +245,27 @@ def test_select_from_model(data):
     clf = LapRLSClassifier(graph=KNNGraph(n_neighbors=10))
     sel = SelectFromModel(clf, max_features=50, threshold=-np.inf).fit(X, y)
     assert sel.transform(X).shape == (X.shape[0], 50)
+
+
+def test_cv_and_emr_models_are_saved_without_their_graphs(tmp_path):
+    from linlap import EMRClassifier, LapRLSClassifierCV
+
+    rng = np.random.RandomState(1)
+    X = rng.rand(300, 6)
+    y = np.where(X[:, 0] > 0.5, 1, 0)
+    y[30:] = -1
+    g = KNNGraph(n_neighbors=10).fit(X)
+    cv = LapRLSClassifierCV(gamma_A=[1e-3], gamma_I=[1.0], cv=2, graph=g).fit(X, y)
+    emr = EMRClassifier(LapRLSClassifier(), graph=g, max_iter=2).fit(X, y)
+    plain = LapRLSClassifier(graph=g).fit(X, y)
+    linlap.save(plain, tmp_path / "plain")
+    for name, model in (("cv", cv), ("emr", emr)):
+        linlap.save(model, tmp_path / name)
+        # about the size of a plain model's file, not of a graph's
+        assert os.path.getsize(tmp_path / name) < 3 * os.path.getsize(tmp_path / "plain")
+        loaded = linlap.load(tmp_path / name)
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+        inner = loaded.best_estimator_ if name == "cv" else loaded.estimator_
+        assert inner.graph_ is None and loaded.graph_ is None
+    assert linlap.load(tmp_path / "emr").graphs_ is None
+    assert cv.best_estimator_.graph_ is not None and emr.graphs_ is not None  # untouched

@@ -3,6 +3,7 @@
 import os
 import sys
 
+from .._atomic import check_destination
 from ._common import TEXT_OPTIONS, _reader_kwargs, _Reporter, UsageError
 
 
@@ -71,11 +72,11 @@ def _fit(args):
     rep = _Reporter(args.quiet)
     if not args.model.strip():
         raise UsageError("--model: an empty file name")
-    out_dir = os.path.dirname(os.path.abspath(args.model))
-    if not os.path.isdir(out_dir):
-        raise ValueError(f"{args.model}: cannot write the model there: no directory {out_dir}")
-    if os.path.isdir(args.model):
-        raise ValueError(f"{args.model}: is a directory; give a file name for --model")
+    check_destination(args.model)  # before the fit, not after it
+    if os.path.exists(args.data) and os.path.exists(args.model) \
+            and os.path.samefile(args.data, args.model):
+        raise UsageError(f"--model {args.model} is the input file: the model would replace "
+                         f"the training data; give another file name")
     _check_estimator_options(args)
     s3vm = args.estimator == "laps3vm"
     class_prior = _parse_class_prior(args.class_prior if args.class_prior is not None
