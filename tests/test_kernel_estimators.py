@@ -133,6 +133,9 @@ def test_validation_and_mixed_checks(moons):
     with pytest.raises(ValueError, match="not among"):
         KernelLapSVMClassifier(early_stopping="validation", **kw).fit(
             X, y, X_val=Xv, y_val=np.where(yv == 1, 7, 0))
+    with pytest.raises(ValueError, match="not among.*None"):  # not a TypeError from sorting
+        KernelLapSVMClassifier(early_stopping="validation", **kw).fit(
+            X, y, X_val=Xv, y_val=np.where(yv == 1, None, 0).astype(object))
     with pytest.raises(ValueError, match="both"):
         KernelLapSVMClassifier(**kw).fit(X, y, X_val=Xv)
     assert rng is not None

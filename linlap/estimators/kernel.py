@@ -110,8 +110,10 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
         X_val : {array-like, sparse matrix} of shape (n_val, n_features), default=None
             Labeled validation rows for ``early_stopping='validation'`` or ``'mixed'``
             (seed 003 Algorithm 3). They are not training rows: they are not in the
-            graph nor in the expansion, only classified at each check (a scikit-learn
-            fit parameter, e.g. ``pipe.fit(X, y, clf__X_val=..., clf__y_val=...)``).
+            graph nor in the expansion, only classified at each check. In a Pipeline
+            (``pipe.fit(X, y, clf__X_val=..., clf__y_val=...)``) the earlier steps do not
+            transform fit parameters: pass X_val as the classifier sees its input, e.g.
+            ``pipe[:-1].transform(texts_val)`` after a first fit of those steps.
         y_val : array-like of shape (n_val,), default=None
             Their labels (classes seen among the labeled rows of y).
 
@@ -139,11 +141,12 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
             if y_val.shape != (X_val.shape[0],):
                 raise ValueError(f"y_val must have shape ({X_val.shape[0]},), got "
                                  f"{y_val.shape}.")
-            pos = np.searchsorted(classes, y_val)
-            bad = (pos >= classes.size) | (classes[np.minimum(pos, classes.size - 1)] != y_val)
-            if bad.any():
+            known = {c: i for i, c in enumerate(classes.tolist())}
+            bad = [v for v in y_val.tolist() if v not in known]
+            if bad:  # (also values that do not compare with the classes, e.g. None)
                 raise ValueError(f"y_val has labels not among the labeled classes of y: "
-                                 f"{np.unique(y_val[bad])[:10].tolist()}.")
+                                 f"{list(dict.fromkeys(map(repr, bad)))[:10]}.")
+            pos = np.array([known[v] for v in y_val.tolist()], dtype=np.intp)
             val = (X_val, pos)
 
         t1 = time.perf_counter()
