@@ -36,9 +36,12 @@ def atomic_write(path, prefix=".linlap-"):
     and fsynced before ``os.replace``; on any exception the temporary file is removed
     and ``path`` is left as it was. The new file gets the permissions a plain
     ``open(path, 'wb')`` would give: those of the file it replaces, else 0666 less the
-    umask (``mkstemp`` makes it 0600). Errors name ``path``, not the temporary file.
+    umask (``mkstemp`` makes it 0600). A symbolic link is followed: its target is
+    replaced. Errors name ``path``, not the temporary file.
     """
     path = os.fspath(path)
+    if os.path.islink(path):  # write where the link points, as open() would
+        path = os.path.realpath(path)
     check_destination(path)
     directory = os.path.dirname(os.path.abspath(path))
     remove_stale(directory, prefix)

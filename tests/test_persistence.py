@@ -269,3 +269,14 @@ def test_cv_and_emr_models_are_saved_without_their_graphs(tmp_path):
         assert inner.graph_ is None and loaded.graph_ is None
     assert linlap.load(tmp_path / "emr").graphs_ is None
     assert cv.best_estimator_.graph_ is not None and emr.graphs_ is not None  # untouched
+
+
+def test_save_through_a_symbolic_link_replaces_its_target(tmp_path, fitted):
+    target = tmp_path / "real.joblib"
+    linlap.save(fitted, target)
+    link = tmp_path / "link.joblib"
+    link.symlink_to(target)
+    before = target.stat().st_mtime_ns
+    linlap.save(fitted, link)
+    assert link.is_symlink() and target.stat().st_mtime_ns >= before
+    assert linlap.load(link) is not None
