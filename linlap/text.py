@@ -135,7 +135,10 @@ class EmbeddedTfidfVectorizer(TransformerMixin, BaseEstimator):
         return normalize(np.asarray(X @ self.word_vectors_, dtype=np.float64))
 
     def _join(self, X, E):
+        # an empty document (no vocabulary term) keeps an empty row: centred, its zero
+        # vector would become -mean, the same for every empty document
         E = normalize(E - self.embedding_mean_) * self.weight
+        E[np.diff(X.indptr) == 0] = 0.0
         return sp.hstack([X, sp.csr_matrix(E)], format="csr")
 
     def get_feature_names_out(self, input_features=None):

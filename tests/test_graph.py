@@ -613,3 +613,33 @@ def test_refuses_before_building_when_memory_is_short(X_small, monkeypatch):
         KNNGraph(n_neighbors=4).fit(X_small)
     monkeypatch.setattr(memory, "available_bytes", lambda: None)  # unknown: no check
     KNNGraph(n_neighbors=4, power=1).fit(X_small)
+
+
+def test_review_fixes_scale_params_and_shared_graph(tmp_path):
+    from sklearn.base import clone
+
+    from linlap import LapRLSClassifier
+
+    X = np.abs(np.random.RandomState(0).randn(12, 5))
+    ref = KNNGraph(n_neighbors=3).fit(X)
+    for s in (1e160, 1e-170):  # cosine ignores the scale: no overflow, no underflow
+        for Xs in (X * s, sp.csr_matrix(X * s)):
+            g = KNNGraph(n_neighbors=3).fit(Xs)
+            np.testing.assert_array_equal(g.neighbors_, ref.neighbors_)
+            np.testing.assert_allclose(g.adjacency_.toarray(), ref.adjacency_.toarray(),
+                                       rtol=1e-12)
+    assert KNNGraph(n_neighbors=3, reorder=np.True_).fit(X).node_order_ is not None
+    g = KNNGraph(n_neighbors=3, normalized=np.True_, heat_sigma=np.float32(0.5),
+                 weight="heat", nndescent_kwds={"n_iters": np.int64(5)}).fit(X)
+    g.save(tmp_path / "g.npz")  # NumPy scalars saved as plain numbers
+    assert KNNGraph.load(tmp_path / "g.npz").heat_sigma == pytest.approx(0.5)
+    est = clone(LapRLSClassifier(graph=ref))
+    assert est.graph is ref
+    with pytest.raises(ValueError, match="fitted KNNGraph"):  # would change ref in place
+        est.set_params(graph__normalized=False)
+    assert ref.normalized is True
+    ref.set_params(n_neighbors=3)  # no change: allowed
+    with pytest.raises(ValueError, match="complex"):
+        KNNGraph(n_neighbors=3).fit(X + 1j)
+    with pytest.raises(ValueError, match="svd_sample"):
+        KNNGraph(n_neighbors=3, space="svd", n_components=3, svd_sample=2).fit(X)

@@ -86,3 +86,13 @@ def test_params_clone_and_errors():
         EmbeddedTfidfVectorizer(min_df=1, stop_words=None).fit(["alpha", "beta", "gamma"])
     with pytest.raises(Exception):
         EmbeddedTfidfVectorizer().transform(docs)   # not fitted
+
+
+def test_embedding_keeps_empty_documents_empty():
+    from linlap.text import EmbeddedTfidfVectorizer
+
+    docs = [f"apple banana cherry {w} date elder" for w in
+            ("fig", "grape", "lemon", "mango", "melon", "olive")] * 5
+    Z = EmbeddedTfidfVectorizer(n_components=3, min_df=1).fit_transform(docs + ["", "the and of"])
+    assert Z.getnnz(axis=1)[-2:].tolist() == [0, 0]
+    assert Z.getnnz(axis=1)[:-2].min() > 0

@@ -32,6 +32,15 @@ _SHARED = ("neighbors_", "distances_", "adjacency_", "degree_", "heat_sigma_", "
            "build_time_", "node_order_")
 
 
+def _same_value(a, b):
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:  # arrays, objects without a truth value
+        return False
+
+
 class KNNGraph(BaseEstimator):
     r"""k-nearest-neighbour graph over documents and its Laplacian operator.
 
@@ -322,8 +331,7 @@ class KNNGraph(BaseEstimator):
             space = "tfidf" if n_search <= self.exact_max_samples else "svd"
 
         nnz = Xn.nnz if sp.issparse(Xn) else n * d
-        reorder = self.reorder is True or (
-            self.reorder == "auto" and n >= _reorder.REORDER_MIN_SAMPLES)
+        reorder = self._reorders(n)
         check_memory(
             graph_bytes(n, nnz, k, space=space, n_components=self.n_components,
                         n_search=self.n_search_neighbors, reorder=reorder),
@@ -335,6 +343,10 @@ class KNNGraph(BaseEstimator):
                 raise ValueError(
                     f"n_components={self.n_components} must be <= min(n_samples, n_features)"
                     f" = {min(n_search, d)} for space='svd'.")
+            if self.svd_sample < self.n_components:
+                raise ValueError(
+                    f"svd_sample={self.svd_sample} must be >= n_components="
+                    f"{self.n_components}: the SVD is fitted on svd_sample rows.")
             t0 = time.perf_counter()
             Xs = search.svd_embedding(Xn, self.n_components, self.svd_sample, rng, verbose)
             times["svd"] = time.perf_counter() - t0
@@ -389,8 +401,7 @@ class KNNGraph(BaseEstimator):
         """
         verbose = bool(self.verbose)
         n = neighbors.shape[0]
-        reorder = self.reorder is True or (
-            self.reorder == "auto" and n >= _reorder.REORDER_MIN_SAMPLES)
+        reorder = self._reorders(n)
         t0 = time.perf_counter()
         W, sigma = weights_matrix(neighbors, distances, self.weight, self.heat_sigma,
                                   self.symmetrize)
@@ -620,6 +631,32 @@ class KNNGraph(BaseEstimator):
         if hasattr(self, "adjacency_"):
             return self
         return super().__sklearn_clone__()
+
+    def set_params(self, **params):
+        """Set parameters of an unfitted graph. A fitted graph is shared (``clone``
+        keeps it) and its Laplacian passes read ``normalized`` and ``power``: changing
+        a parameter would change it under every estimator that uses it, out of step
+        with ``trace_`` and the neighbour arrays, so that is refused; use
+        :meth:`with_laplacian` or :meth:`subgraph` for a variant of it, or a new
+        ``KNNGraph(**params)``."""
+        if hasattr(self, "adjacency_"):
+            current = self.get_params(deep=False)
+            changed = sorted(k for k, v in params.items()
+                             if k in current and not _same_value(current[k], v))
+            if changed:
+                raise ValueError(
+                    f"set_params({', '.join(changed)}) on a fitted KNNGraph: it may be shared "
+                    f"by estimators (clone keeps a fitted graph), so it is not changed in "
+                    f"place; use with_laplacian(normalized=..., power=...) or "
+                    f"subgraph(n_neighbors=..., weight=...) for a variant of it, or "
+                    f"KNNGraph(**params) (unfitted) for a new graph.")
+        return super().set_params(**params)
+
+    def _reorders(self, n):
+        """Whether a fit of n rows renumbers the nodes (``reorder``)."""
+        if isinstance(self.reorder, str):  # 'auto'
+            return n >= _reorder.REORDER_MIN_SAMPLES
+        return bool(self.reorder)
 
     def save(self, path):
         """Save the fitted graph to ``path`` (NumPy ``.npz``, no pickle).

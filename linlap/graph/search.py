@@ -67,6 +67,9 @@ def prepare_input(X, min_samples=2):
         Xc.eliminate_zeros()
         empty = np.flatnonzero(np.diff(Xc.indptr) == 0)
     else:
+        kind = getattr(X, "dtype", np.asarray(X).dtype).kind
+        if kind == "c":  # as for sparse X: the imaginary part would be dropped silently
+            raise ValueError(f"X must hold real numbers, got a complex array.")
         try:
             Xc = np.array(X, dtype=np.float64, order="C", copy=True)
         except (TypeError, ValueError) as exc:
@@ -86,12 +89,31 @@ def prepare_input(X, min_samples=2):
         raise ValueError(
             f"X contains non-finite values: {n_nan} NaN and {n_inf} inf entries. "
             "Remove or impute them before building the graph.")
-    # Cosine geometry needs unit rows; normalize works on our private copy (and leaves
-    # the empty rows at zero).
-    Xc = normalize(Xc, norm="l2", copy=False)
+    # Cosine geometry needs unit rows; this works on our private copy (and leaves the
+    # empty rows at zero).
+    Xc = unit_rows(Xc)
     if sp.issparse(Xc):
         Xc.sort_indices()
     return Xc, empty
+
+
+def unit_rows(Xc):
+    """Xc (float64, CSR without stored zeros, or ndarray) with L2-normalised rows, in
+    place. Each row is first divided by its largest |x|: cosine ignores the scale, and
+    the squares of values near 1e±160 would overflow to inf or underflow to 0 (which
+    would leave such rows unnormalised, or zero)."""
+    if sp.issparse(Xc):
+        counts = np.diff(Xc.indptr)
+        top = np.ones(Xc.shape[0])
+        rows = counts > 0
+        if rows.any():
+            top[rows] = np.maximum.reduceat(np.abs(Xc.data), Xc.indptr[:-1][rows])
+        Xc.data /= np.repeat(top, counts)
+    elif Xc.size:
+        top = np.abs(Xc).max(axis=1)
+        top[top == 0] = 1.0
+        Xc /= top[:, None]
+    return normalize(Xc, norm="l2", copy=False)
 
 
 def svd_embedding(Xn, n_components, svd_sample, rng, verbose):

@@ -21,12 +21,21 @@ _ARRAYS = ("params", "meta", "neighbors", "distances", "adj_data", "adj_indices"
            "adj_indptr", "degree")
 
 
+def _plain(value):
+    """A parameter as JSON can hold it (NumPy scalars as Python ones, also in dicts)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def save_graph(graph, path):
     """Write a fitted graph to ``path`` atomically (temporary file, then rename)."""
     params = graph.get_params(deep=False)
     if not (params["random_state"] is None or is_int(params["random_state"])):
         params["random_state"] = None
-    params = {key: (int(v) if is_int(v) else v) for key, v in params.items()}
+    params = {key: _plain(v) for key, v in params.items()}
     meta = {name: getattr(graph, name) for name in _META}
     meta["n_samples_fit_"] = int(meta["n_samples_fit_"])
     meta["n_features_in_"] = int(meta["n_features_in_"])
