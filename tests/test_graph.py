@@ -643,3 +643,13 @@ def test_review_fixes_scale_params_and_shared_graph(tmp_path):
         KNNGraph(n_neighbors=3).fit(X + 1j)
     with pytest.raises(ValueError, match="svd_sample"):
         KNNGraph(n_neighbors=3, space="svd", n_components=3, svd_sample=2).fit(X)
+
+
+def test_exact_search_breaks_ties_at_the_kth_neighbour_by_index():
+    X = np.vstack([np.ones((6, 3)), [[1.0, 1.0, 0.5]], [[0.0, 0.0, 1.0]]])
+    g = KNNGraph(n_neighbors=2, algorithm="exact").fit(X)
+    assert g.neighbors_[6].tolist() == [0, 1]  # six equidistant rows: the first two
+    for k in (1, 2, 3):  # a subgraph keeps the same neighbours as a fit at that k
+        sub = KNNGraph(n_neighbors=4, algorithm="exact").fit(X).subgraph(k)
+        np.testing.assert_array_equal(
+            sub.neighbors_, KNNGraph(n_neighbors=k, algorithm="exact").fit(X).neighbors_)

@@ -214,6 +214,13 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         S[np.arange(b), r] = -np.inf  # never our own neighbour
         top = np.argpartition(S, n - k, axis=1)[:, n - k:]
         sims = np.take_along_axis(S, top, axis=1)
+        # argpartition picks arbitrarily among similarities tied with the k-th: where
+        # more rows tie than fit, keep the lowest indices (as a smaller k would)
+        kth = sims.min(axis=1)
+        for i in np.flatnonzero((S >= kth[:, None]).sum(axis=1) > k):
+            cand = np.flatnonzero(S[i] >= kth[i])
+            cand = cand[np.lexsort((cand, -S[i, cand]))[:k]]
+            top[i], sims[i] = cand, S[i, cand]
         order = np.lexsort((top, -sims), axis=-1)
         top = np.take_along_axis(top, order, axis=1)
         sims = np.take_along_axis(sims, order, axis=1)
