@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ._validation import is_int
+
 __all__ = ["feature_weights"]
 
 
@@ -57,7 +59,9 @@ def feature_weights(model, top=None, *, feature_names=None):
     if names is not None and len(names) != coef.shape[1]:
         raise ValueError(f"{len(names)} feature names for {coef.shape[1]} weights.")
     row_classes = [classes[1]] if coef.shape[0] == 1 and len(classes) == 2 else list(classes)
-    if top is not None and (int(top) != top or top < 1):
+    if len(row_classes) != coef.shape[0]:
+        raise ValueError(f"coef_ has {coef.shape[0]} rows for {len(classes)} classes.")
+    if top is not None and not (is_int(top) and top >= 1):
         raise ValueError(f"top must be a positive integer or None, got {top!r}.")
     rows = []
     for c, w in zip(row_classes, coef):

@@ -653,3 +653,7 @@ def test_exact_search_breaks_ties_at_the_kth_neighbour_by_index():
         sub = KNNGraph(n_neighbors=4, algorithm="exact").fit(X).subgraph(k)
         np.testing.assert_array_equal(
             sub.neighbors_, KNNGraph(n_neighbors=k, algorithm="exact").fit(X).neighbors_)
+
+
+def test_declares_sparse_input():
+    assert KNNGraph().__sklearn_tags__().input_tags.sparse

@@ -222,6 +222,9 @@ def test_feature_weights(fitted):
     assert isinstance(_rows(linlap.feature_weights(fitted[-1], top=1))[0]["term"], int)
     with pytest.raises(ValueError):
         linlap.feature_weights(LapRLSClassifier())
+    for top in (True, float("inf"), 2.0, 0):
+        with pytest.raises(ValueError, match="top"):
+            linlap.feature_weights(fitted, top=top)
 
 
 def test_feature_weights_multiclass_and_hashing():

@@ -625,6 +625,11 @@ class KNNGraph(BaseEstimator):
     # ------------------------------------------------------------------
     # sharing, persistence
     # ------------------------------------------------------------------
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR TF-IDF is the expected input
+        return tags
+
     def __sklearn_clone__(self):
         # A fitted graph is immutable and shared by many estimators: cloning
         # an estimator that holds it must not throw the graph away.
