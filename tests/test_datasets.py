@@ -232,3 +232,54 @@ def test_load_imdb_test_subset():
     # rating in the file name agrees with the label
     ratings = np.array([int(i.split("_")[1]) for i in b.ids])
     assert (ratings[b.target == 0] <= 4).all() and (ratings[b.target == 1] >= 7).all()
+
+
+def _tar(path, files, mode):
+    import io
+    import tarfile
+
+    with tarfile.open(path, mode) as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_archives_truncated_damaged_or_without_the_subset(tmp_path):
+    rng = np.random.default_rng(0)
+    words = lambda: " ".join(rng.choice(["apple", "engine", "orbit", "wheel"], 400))  # noqa
+    news = {f"20news-bydate-train/{g}/{i}": words() for g in ("rec.autos", "sci.space")
+            for i in range(60)}
+    imdb = {f"aclImdb/train/{c}/{i}_7.txt": words() for c in ("neg", "pos") for i in range(60)}
+    ng = _tar(tmp_path / "ng.tar.gz", news, "w:gz")
+    im = _tar(tmp_path / "im.tar.xz", imdb, "w:xz")
+    assert len(load_20newsgroups(ng).data) == 120 and len(load_imdb(im).data) == 120
+    with pytest.raises(ValueError, match="no posts of subset 'test'"):
+        load_20newsgroups(ng, subset="test")
+    with pytest.raises(ValueError, match="categories is empty"):
+        load_20newsgroups(ng, categories=[])
+    for good, loader in ((ng, load_20newsgroups), (im, load_imdb)):
+        raw = good.read_bytes()
+        for frac in (0.3, 0.7, 0.95):  # tarfile alone returned part of such archives
+            cut = tmp_path / f"cut{frac}{good.suffix}"
+            cut.write_bytes(raw[:int(len(raw) * frac)])
+            with pytest.raises(ValueError, match="truncated"):
+                loader(cut)
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"\x1f\x8b" + b"not really gzip" * 20)
+    with pytest.raises(ValueError, match="not a tar archive"):
+        load_20newsgroups(junk)
+    with pytest.raises(ValueError, match="directory"):
+        load_imdb(tmp_path)
+
+
+def test_mask_labels_wide_and_mixed_labels():
+    y = np.array([2**63 + 1, 2**63 + 2] * 3, dtype=np.uint64)
+    ym = mask_labels(y, 4, random_state=0)
+    assert len({v for v in ym.tolist() if v != -1}) == 2  # not merged through float64
+    with pytest.raises(ValueError, match="mixes label types"):
+        mask_labels(np.array([1, "a", 1, "a"], dtype=object), 2)
+    with pytest.raises(ValueError, match="unlabeled=None"):
+        mask_labels(np.array(["a", None, "b", "a"], dtype=object), 2)

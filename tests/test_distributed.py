@@ -292,3 +292,25 @@ def test_estimator_builds_the_graph_on_the_workers(client):
     np.testing.assert_allclose(est.decision_function(Xd).compute(), ref.decision_function(X),
                                atol=1e-8)
     np.testing.assert_array_equal(est.predict(Xd).compute(), ref.predict(X))
+
+
+def test_dask_predict_refuses_bad_X_and_default_graph_caps_by_nonempty_rows(client):
+    from linlap.distributed import fit_graph
+
+    X, y = blobs(n=40, d=60, n_classes=2, seed=11)
+    X = sp.csr_matrix(X)
+    X = sp.vstack([X[:37], sp.csr_matrix((3, 60))], format="csr")  # 3 empty rows
+    y = y.copy()
+    y[20:] = -1
+    with pytest.warns(UserWarning, match="empty"):
+        est = LapRLSClassifier().fit(as_dask(csr_row_blocks(X, 2)), y)
+    assert est.graph_.n_neighbors == 36  # 37 non-empty rows, as in memory
+    Xbad = X.copy()
+    Xbad.data[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.predict(as_dask(csr_row_blocks(Xbad, 2))).compute()
+    with pytest.raises(ValueError, match="extreme"):
+        est.decision_function(as_dask(csr_row_blocks(X * 1e200, 2))).compute()
+    with pytest.raises(ValueError, match="sample_size"):
+        fit_graph(KNNGraph(n_neighbors=3, n_components=10, svd_sample=3),
+                  as_dask(csr_row_blocks(X, 2)))

@@ -18,7 +18,9 @@ def _masked_dtype(dtype, marker):
         info = np.iinfo(dtype)
         if info.min <= marker <= info.max:
             return dtype
-        return np.promote_types(dtype, np.min_scalar_type(marker))
+        wide = np.promote_types(dtype, np.min_scalar_type(marker))
+        # uint64 with -1 promotes to float64, which would merge labels above 2**53
+        return wide if wide.kind in "iu" else np.dtype(object)
     if dtype.kind == "f" and is_real:
         return dtype
     if dtype.kind == "b" and is_real:
@@ -56,14 +58,15 @@ def mask_labels(y, n_labeled, *, per_class=False, random_state=None, unlabeled=-
     y_masked : ndarray of shape (n_samples,)
         A new array. Its dtype is that of `y` whenever `y` can hold the marker
         (integer or float labels with a numeric marker, e.g. the default
-        ``-1``); string or mixed labels, or a marker that does not fit, give an
-        object array (or a wider integer type for unsigned labels and ``-1``).
+        ``-1``); string labels, or a marker that does not fit, give an object
+        array (or a wider integer type for unsigned labels and ``-1``, object for
+        uint64).
 
     Raises
     ------
     ValueError
-        If `y` is not one-dimensional, `n_labeled` is not an integer >= 1, or
-        `n_labeled` exceeds the number of labeled rows available (of the
+        If `y` is not one-dimensional, mixes label types that cannot be
+        ordered, `n_labeled` is not an integer >= 1, or `n_labeled` exceeds the number of labeled rows available (of the
         smallest class, when `per_class` is True).
 
     Notes
@@ -105,7 +108,13 @@ def mask_labels(y, n_labeled, *, per_class=False, random_state=None, unlabeled=-
     rng = check_random_state(random_state)
     already = _marker_mask(y, unlabeled)
     eligible = np.flatnonzero(~already)
-    classes, codes = np.unique(y[eligible], return_inverse=True)
+    try:
+        classes, codes = np.unique(y[eligible], return_inverse=True)
+    except TypeError:  # labels np.unique cannot sort: mixed types
+        kinds = sorted({type(v).__name__ for v in y[eligible].tolist()})
+        raise ValueError(f"y mixes label types {kinds} that cannot be ordered; use one type "
+                         f"(and mark unlabeled rows with `unlabeled`, e.g. unlabeled=None "
+                         f"if None marks them).") from None
     codes = codes.ravel()
     n_classes = len(classes)
 

@@ -7,7 +7,7 @@ without extracting it to disk.
 from __future__ import annotations
 
 
-from ._common import check_archive, check_subset, id_key, make_bunch
+from ._common import check_archive, check_subset, id_key, iter_tar_files, make_bunch
 
 __all__ = ["load_20newsgroups", "load_imdb"]
 
@@ -72,42 +72,39 @@ def load_20newsgroups(path, subset="train", categories=None):
     FileNotFoundError
         If `path` does not exist.
     ValueError
-        If `subset` is invalid, a category is not in the archive, or the
-        archive holds no posts in the 20news-bydate layout.
+        If `subset` is invalid, `categories` is empty or names a group not in
+        the archive, the archive holds no posts of `subset` in the
+        20news-bydate layout, or it is truncated, damaged or not a tar archive.
 
     Examples
     --------
     >>> bunch = load_20newsgroups("20news-bydate.tar.gz", subset="test",
     ...                           categories=["sci.space", "rec.autos"])  # doctest: +SKIP
     """
-    import tarfile
-
     check_subset(subset, {"train", "test", "all"})
     path = check_archive(path)
     if categories is not None:
         if isinstance(categories, str):
             categories = [categories]
         categories = set(categories)
+        if not categories:
+            raise ValueError("categories is empty: name at least one newsgroup, or pass None "
+                             "for all of them")
     splits = ("train", "test") if subset == "all" else (subset,)
 
     records = []  # (split index, group, id key, id, text)
     seen_groups = set()
-    with tarfile.open(path, mode="r:*") as tar:
-        for member in tar:
-            if not member.isfile():
-                continue
-            parts = [q for q in member.name.split("/") if q not in ("", ".")]
-            if len(parts) < 3 or not parts[-3].startswith("20news-bydate-"):
-                continue
-            split, group, fid = parts[-3][len("20news-bydate-"):], parts[-2], parts[-1]
-            if split not in ("train", "test"):
-                continue
-            seen_groups.add(group)
-            if split not in splits or (categories is not None and group not in categories):
-                continue
-            fh = tar.extractfile(member)
-            text = fh.read().decode("latin-1")
-            records.append((splits.index(split), group, id_key(fid), fid, text))
+    for parts, read in iter_tar_files(path):
+        if len(parts) < 3 or not parts[-3].startswith("20news-bydate-"):
+            continue
+        split, group, fid = parts[-3][len("20news-bydate-"):], parts[-2], parts[-1]
+        if split not in ("train", "test"):
+            continue
+        seen_groups.add(group)
+        if split not in splits or (categories is not None and group not in categories):
+            continue
+        records.append((splits.index(split), group, id_key(fid), fid,
+                        read().decode("latin-1")))
 
     if not seen_groups:
         raise ValueError(f"{path} holds no posts in the 20news-bydate-<split>/<group>/<id> layout")
@@ -120,6 +117,9 @@ def load_20newsgroups(path, subset="train", categories=None):
         target_names = sorted(categories)
     else:
         target_names = sorted(seen_groups)
+    if not records:
+        raise ValueError(f"{path} holds no posts of subset {subset!r} (expected "
+                         f"20news-bydate-{'/'.join(splits)}/<group>/<id>)")
     records.sort(key=lambda r: r[:3])
     code = {name: i for i, name in enumerate(target_names)}
     return make_bunch(
@@ -169,8 +169,9 @@ def load_imdb(path, subset="train"):
     FileNotFoundError
         If `path` does not exist.
     ValueError
-        If `subset` is invalid, or the archive holds no review of `subset`
-        or holds it under more than one top-level folder.
+        If `subset` is invalid, the archive holds no review of `subset` or
+        holds it under more than one top-level folder, or it is truncated,
+        damaged or not a tar archive.
 
     Examples
     --------
@@ -178,29 +179,22 @@ def load_imdb(path, subset="train"):
     >>> len(imdb.data), imdb.target.mean()  # doctest: +SKIP
     (25000, 0.5)
     """
-    import tarfile
-
     check_subset(subset, {"train", "test", "unsup"})
     path = check_archive(path)
     split, labels = ("train", {"unsup": -1}) if subset == "unsup" else (subset, {"neg": 0, "pos": 1})
 
     records = []  # (label, id key, id, text)
     prefixes = set()
-    # Stream mode ("r|*"): strictly sequential reads, no seeking in the compressed file.
-    with tarfile.open(path, mode="r|*") as tar:
-        for member in tar:
-            if not member.isfile():
-                continue
-            parts = [q for q in member.name.split("/") if q not in ("", ".")]
-            if len(parts) < 3 or parts[-3] != split or parts[-2] not in labels:
-                continue
-            name = parts[-1]
-            if not name.endswith(".txt"):
-                continue
-            prefixes.add("/".join(parts[:-3]))
-            fid = name[: -len(".txt")]
-            text = tar.extractfile(member).read().decode("utf-8", errors="replace")
-            records.append((labels[parts[-2]], id_key(fid), fid, text))
+    for parts, read in iter_tar_files(path):  # strictly sequential: no seeking
+        if len(parts) < 3 or parts[-3] != split or parts[-2] not in labels:
+            continue
+        name = parts[-1]
+        if not name.endswith(".txt"):
+            continue
+        prefixes.add("/".join(parts[:-3]))
+        fid = name[: -len(".txt")]
+        text = read().decode("utf-8", errors="replace")
+        records.append((labels[parts[-2]], id_key(fid), fid, text))
 
     if not records:
         raise ValueError(

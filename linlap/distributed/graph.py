@@ -345,11 +345,13 @@ def _fit(out, X, client, sample_size, recall_sample, rng, verbose, t_start, futu
         raise ValueError(
             f"n_components={out.n_components} must be <= min(n_samples, n_features)"
             f" = {min(n_search, d)} for space='svd'.")
+    if sample_size < out.n_components:
+        raise ValueError(f"sample_size={sample_size} (svd_sample) must be >= n_components="
+                         f"{out.n_components}: the SVD is fitted on sample_size rows.")
     algorithm = out.algorithm
     if algorithm == "auto":
         algorithm = "exact" if n_search <= out.exact_max_samples else "nndescent"
-    reorder = out.reorder is True or (out.reorder == "auto"
-                                      and n >= _reorder.REORDER_MIN_SAMPLES)
+    reorder = out._reorders(n)
     n_fit = min(sample_size, n_search)
     check_memory(120 * n * k + (36 * n * k if reorder else 0) + 12 * nnz * n_fit // n_search
                  + 8 * n, f"Building the {k}-NN graph of {n} rows on the client",

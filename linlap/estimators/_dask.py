@@ -38,16 +38,19 @@ def _client():
 
 
 def _block_summary(Xb):
-    """(max |x| with NaN for a non-finite value, rows) of one block."""
+    """(max |x| with NaN for a non-finite value, rows, rows with a nonzero) of one block."""
     data = Xb.data if sp.issparse(Xb) else np.asarray(Xb)
+    nonempty = (np.diff(sp.csr_matrix(Xb).indptr) > 0).sum() if sp.issparse(Xb) else \
+        np.any(data != 0, axis=1).sum()
     if data.size and not np.all(np.isfinite(data)):
-        return np.array([[np.nan, Xb.shape[0]]])
+        return np.array([[np.nan, Xb.shape[0], nonempty]])
     top = max(float(data.max()), -float(data.min())) if data.size else 0.0
-    return np.array([[top, Xb.shape[0]]])
+    return np.array([[top, Xb.shape[0], nonempty]])
 
 
 def _check_dask_X(X, client):
-    """X as row blocks on the workers, one per worker thread, finite and not extreme."""
+    """X as row blocks on the workers, one per worker thread, finite and not extreme; and
+    the number of its non-empty rows."""
     import dask.array as da
 
     if X.ndim != 2 or X.numblocks[1] != 1:
@@ -61,8 +64,8 @@ def _check_dask_X(X, client):
     if X.numblocks[0] > n_blocks:
         X = X.rechunk({0: -(-X.shape[0] // n_blocks)})
     X = client.persist(X)
-    summary = da.map_blocks(_block_summary, X, chunks=((1,) * X.numblocks[0], (2,)),
-                            dtype=np.float64, meta=np.empty((0, 2))).compute()
+    summary = da.map_blocks(_block_summary, X, chunks=((1,) * X.numblocks[0], (3,)),
+                            dtype=np.float64, meta=np.empty((0, 3))).compute()
     tops = summary[:, 0]
     if np.any(np.isnan(tops)):
         raise ValueError("Input X contains NaN or infinity.")
@@ -70,7 +73,7 @@ def _check_dask_X(X, client):
         raise ValueError(f"X has extreme values (max |x| = {tops.max():.3g} > "
                          f"{MAX_ABS_VALUE:g}): the solvers' sums of squares would overflow. "
                          f"Rescale X (e.g. TF-IDF rows of unit norm).")
-    return X
+    return X, int(summary[:, 2].sum())
 
 
 def fit_on_dask(est, X, y):
@@ -96,7 +99,7 @@ def fit_on_dask(est, X, y):
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
     labeled_rows, unlabeled_rows, classes, y_idx = est._check_labels(y)
     balance = est._balance_targets(classes, y_idx, unlabeled_rows.size)
-    X = _check_dask_X(X, client)
+    X, n_nonempty = _check_dask_X(X, client)
     n, d = X.shape
 
     graph = est.graph
@@ -109,7 +112,13 @@ def fit_on_dask(est, X, y):
         from ..distributed import fit_graph
 
         if graph is None:
-            graph = KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n - 1))
+            if n_nonempty < 2:
+                raise ValueError(f"X has {n_nonempty} non-empty rows: the graph needs at "
+                                 f"least 2 rows with a nonzero entry.")
+            # k and the SVD's components capped by the non-empty rows, as in memory
+            default = KNNGraph()
+            graph = KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n_nonempty - 1),
+                             n_components=min(default.n_components, n_nonempty, d))
         graph = fit_graph(graph, X, client=client, verbose=bool(est.verbose))
     targets = pm1_targets(y_idx, classes.size)
     est._set_gammas(X, y_idx, labeled_rows, graph)  # 'auto' was refused: X unread
@@ -123,15 +132,27 @@ def _block_scores(Xb, coef, intercept):
     return np.asarray(Xb @ coef.T) + intercept  # (rows, columns)
 
 
+def _checked_scores(Xb, coef, intercept):
+    """The block's scores, refused for extreme X or non-finite scores as in memory."""
+    from .._validation import check_extreme_values
+    from ._base import check_finite_scores
+
+    data = Xb.data if sp.issparse(Xb) else np.asarray(Xb)
+    if data.size and not np.all(np.isfinite(data)):
+        raise ValueError("Input X contains NaN or infinity.")
+    check_extreme_values(Xb)
+    return check_finite_scores(_block_scores(Xb, coef, intercept))
+
+
 def _block_decision(Xb, coef, intercept):
-    scores = _block_scores(Xb, coef, intercept)
+    scores = _checked_scores(Xb, coef, intercept)
     return scores[:, 0] if scores.shape[1] == 1 else scores
 
 
 def _block_predict(Xb, coef, intercept, classes):
     from ..solvers._problem import predict_index
 
-    return classes[predict_index(_block_scores(Xb, coef, intercept))]
+    return classes[predict_index(_checked_scores(Xb, coef, intercept))]
 
 
 def _check_fitted_dask(est, X):
