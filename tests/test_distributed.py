@@ -314,3 +314,17 @@ def test_dask_predict_refuses_bad_X_and_default_graph_caps_by_nonempty_rows(clie
     with pytest.raises(ValueError, match="sample_size"):
         fit_graph(KNNGraph(n_neighbors=3, n_components=10, svd_sample=3),
                   as_dask(csr_row_blocks(X, 2)))
+
+
+def test_in_memory_estimators_name_the_dask_limitation(client):
+    from linlap import (EMRClassifier, KernelLapRLSClassifier, LapRLSClassifierCV,
+                        LaplacianSpectralClustering)
+
+    X, y = blobs(n=40, d=6, n_classes=2, seed=12)
+    y = y.copy()
+    y[10:] = -1
+    Xd = as_dask(csr_row_blocks(sp.csr_matrix(X), 2))
+    for est in (LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0], cv=2),
+                KernelLapRLSClassifier(), EMRClassifier(), LaplacianSpectralClustering(2)):
+        with pytest.raises(ValueError, match="memory only"):
+            est.fit(Xd, y)

@@ -148,6 +148,15 @@ def check_labels(y, marker):
     return labeled_rows, np.flatnonzero(unlabeled), classes, y_idx
 
 
+def check_in_memory(est, X):
+    """Refuse a dask array X with a message saying what to do (else scikit-learn's
+    validation fails on it with an unrelated message)."""
+    if is_dask_array(X):
+        raise ValueError(f"Cannot fit a dask array X: {type(est).__name__} fits X in memory "
+                         f"only; compute it first (X.compute()), or fit LapRLSClassifier / "
+                         f"LapSVMClassifier, which fit dask arrays.")
+
+
 def check_finite_scores(scores):
     """``scores``, refused when not all finite (predict would map NaN to ``classes_[0]``)."""
     if not np.all(np.isfinite(scores)):
@@ -207,6 +216,7 @@ class SemiSupervisedMixin:
     def _check_X_y(self, X, y, dtype=np.float64):
         """Validate X (scikit-learn's checks, CSR kept) and the labels: return
         ``X, y, labeled_rows, unlabeled_rows, classes, y_idx``."""
+        check_in_memory(self, X)  # (LinearLapClassifier.fit sends dask X to fit_on_dask)
         X = validate_data(self, X, accept_sparse="csr", dtype=dtype, ensure_min_samples=2)
         check_extreme_values(X)
         if y is None:

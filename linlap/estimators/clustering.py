@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._validation import check_graph_param, check_positive_int, check_tol
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers.spectral import kernel_spectral_embedding, linear_spectral_embedding
-from ._base import resolve_graph, store_params
+from ._base import check_in_memory, resolve_graph, store_params
 from .kernel import _resolve_gamma
 
 __all__ = ["LaplacianSpectralClustering"]
@@ -162,6 +162,7 @@ class LaplacianSpectralClustering(ClusterMixin, BaseEstimator):
         self
         """
         self._check_params()
+        check_in_memory(self, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                           ensure_min_samples=3)
         n = X.shape[0]

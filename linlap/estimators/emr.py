@@ -16,7 +16,7 @@ from .._validation import check_positive_int, check_tol
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
-from ._base import scaled_gamma_A, scaled_gamma_I, store_params
+from ._base import check_in_memory, scaled_gamma_A, scaled_gamma_I, store_params
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
 
@@ -332,6 +332,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         t_start = time.perf_counter()
         self._check_params()
         base, loss, kernel = self._base()
+        check_in_memory(self, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                           ensure_min_samples=2)
         y = column_or_1d(y, warn=True)
