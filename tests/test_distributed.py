@@ -328,3 +328,14 @@ def test_in_memory_estimators_name_the_dask_limitation(client):
                 KernelLapRLSClassifier(), EMRClassifier(), LaplacianSpectralClustering(2)):
         with pytest.raises(ValueError, match="memory only"):
             est.fit(Xd, y)
+
+
+def test_retries_validated(client):
+    X, y = blobs(n=30, d=4, n_classes=2, seed=13)
+    graph = KNNGraph(n_neighbors=4).fit(X)
+    y = y.copy()
+    y[10:] = -1
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="retries"):
+            laprls_fit(as_dask(csr_row_blocks(sp.csr_matrix(X), 2)), pm1_targets(y[:10], 2),
+                       np.arange(10), graph, gamma_A=1e-2, gamma_I=1.0, retries=bad)

@@ -55,6 +55,7 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import is_int
 from ..solvers.normal_operator import (NormalOperator, augmented_rows_T, check_block,
                                        select_loss_weights)
 from .halo import apply_block, export_values, halo_sizes, partition_laplacian
@@ -197,6 +198,8 @@ class DistributedNormalOperator:
         if self.beta != 0 and not callable(laplacian_matvec):
             raise ValueError("laplacian_matvec must be a callable F -> L^p F when beta != 0.")
         self.fit_intercept = bool(fit_intercept)
+        if not (is_int(retries) and retries >= 0):
+            raise ValueError(f"retries must be an integer >= 0, got {retries!r}.")
         self.retries = int(retries)
         self.mask = None if mask is None else np.asarray(mask, dtype=np.float64)
         if self.mask is not None and (self.mask.ndim != 2
