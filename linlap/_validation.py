@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 
 __all__ = ["is_int", "check_nonnegative", "check_tol", "check_positive_int", "check_graph_param",
-           "check_extreme_values"]
+           "check_extreme_values", "check_flags", "check_verbose"]
 
 #: Largest |x| the solvers accept: their sums of squares (‖X p‖², CG's ‖A p‖²) stay far
 #: from float64 overflow below it, and no document feature comes near it.
@@ -33,6 +33,21 @@ def check_tol(est):
     if (not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_))
             or not 0 < v < 1):
         raise ValueError(f"tol must be a number strictly between 0 and 1, got {v!r}.")
+
+
+def check_flags(est, *names):
+    """Each named parameter is True or False (a string such as "no" would be truthy)."""
+    for name in names:
+        v = getattr(est, name)
+        if not isinstance(v, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {v!r}.")
+
+
+def check_verbose(est):
+    """``verbose`` is a bool or an integer >= 0."""
+    v = est.verbose
+    if not (isinstance(v, (bool, np.bool_)) or (isinstance(v, numbers.Integral) and v >= 0)):
+        raise ValueError(f"verbose must be an integer >= 0 or a bool, got {v!r}.")
 
 
 def check_positive_int(est, *names):

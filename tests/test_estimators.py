@@ -374,3 +374,23 @@ def test_float32_csr_is_used_as_is_and_agrees_with_float64(Est):
     b = Est(graph=graph, tol=1e-8).fit(X.astype(np.float32), y_semi)
     np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-4, atol=1e-6)
     np.testing.assert_array_equal(b.transduction_, a.transduction_)
+
+
+@pytest.mark.parametrize("bad", [dict(fit_intercept="no"), dict(fit_intercept=np.nan),
+                                 dict(warm_start="yes"), dict(verbose=-3),
+                                 dict(verbose="loud")])
+def test_flags_and_verbose_validated(bad):
+    from linlap import (KernelLapRLSClassifier, LapRLSClassifierCV, LapS3VMClassifier,
+                        LapSVMPathClassifier)
+
+    X, y = blobs(n=40, seed=3)
+    ys = mask_labels(y, 10, random_state=3)
+    g = KNNGraph(n_neighbors=5).fit(X)
+    ests = [LapRLSClassifier(graph=g), LapSVMClassifier(graph=g), LapS3VMClassifier(graph=g),
+            KernelLapRLSClassifier(graph=g), LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0],
+                                                                cv=2, graph=g)]
+    if "warm_start" not in bad:
+        ests.append(LapSVMPathClassifier(graph=g, cv=2))
+    for est in ests:
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            est.set_params(**bad).fit(X, ys)

@@ -14,8 +14,9 @@ from sklearn.utils.validation import check_consistent_length, column_or_1d, vali
 from .._labels import marker_mask
 from .._memory import check_memory, solve_bytes
 from .._progress import progress
-from .._validation import (MAX_ABS_VALUE, check_extreme_values, check_graph_param,
-                           check_nonnegative, check_positive_int, check_tol)
+from .._validation import (MAX_ABS_VALUE, check_extreme_values, check_flags,
+                           check_graph_param, check_nonnegative, check_positive_int, check_tol,
+                           check_verbose)
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets, predict_index
 from ._dask import dask_decision_function, dask_predict, fit_on_dask, is_dask_array
@@ -299,6 +300,8 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
                              "unregularised and, with few labels, singular.")
         check_tol(self)
         check_positive_int(self, "max_iter")
+        check_flags(self, "fit_intercept", "warm_start")
+        check_verbose(self)
         check_graph_param(self)
 
     # -- fit --------------------------------------------------------------------------

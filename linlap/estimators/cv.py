@@ -33,7 +33,8 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import marker_mask
-from .._validation import check_graph_param, check_positive_int, check_tol, is_int
+from .._validation import (check_flags, check_graph_param, check_positive_int, check_tol,
+                           check_verbose, is_int)
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.grid import laprls_grid, lapsvm_grid
@@ -294,6 +295,8 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
             raise ValueError(f"patience must be None or an integer >= 1, got {p!r}.")
         check_tol(self)  # before the grid runs, not at the refit
         check_positive_int(self, "max_iter")
+        check_flags(self, "fit_intercept", "warm_start")
+        check_verbose(self)
         gA = self._grid_values("gamma_A")
         gI = self._grid_values("gamma_I")
         powers = [None] if self.power is None else _as_list(self.power)

@@ -12,11 +12,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import (check_consistent_length, check_is_fitted, column_or_1d,
                                       validate_data)
 
-from .._validation import check_positive_int, check_tol
+from .._validation import check_graph_param, check_positive_int, check_tol, check_verbose
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
-from ._base import check_in_memory, scaled_gamma_A, scaled_gamma_I, store_params
+from ._base import (capped_n_neighbors, check_in_memory, scaled_gamma_A, scaled_gamma_I,
+                    store_params)
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
 
@@ -57,7 +58,8 @@ def candidate_graphs(X, candidates, graph=None):
         if unknown:
             raise ValueError(f"candidates grid keys must be among {list(_GRID_KEYS)}, "
                              f"got {unknown}.")
-        base = KNNGraph() if graph is None else graph
+        # the default search: k capped by the non-empty rows, as the estimators' own
+        base = KNNGraph(n_neighbors=capped_n_neighbors(X)) if graph is None else graph
         if not isinstance(base, KNNGraph):
             raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
                              f"{type(base).__name__}.")
@@ -316,6 +318,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"gamma_R must be 'auto' or a finite number >= 0, got {v!r}.")
         check_tol(self)
         check_positive_int(self, "max_iter")
+        check_verbose(self)
+        check_graph_param(self)
 
     def fit(self, X, y):
         """Fit on labeled and unlabeled rows (``y == estimator.unlabeled`` marks unlabeled).

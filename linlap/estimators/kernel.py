@@ -17,8 +17,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import (check_extreme_values, check_graph_param, check_nonnegative,
-                           check_positive_int, check_tol)
+from .._validation import (check_extreme_values, check_flags, check_graph_param,
+                           check_nonnegative, check_positive_int, check_tol, check_verbose)
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.kernel_newton import kernel_newton
@@ -75,6 +75,8 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
                              f"{self.check_every!r}.")
         if not isinstance(self.stability_tol, numbers.Real) or not 0 < self.stability_tol < 1:
             raise ValueError(f"stability_tol must be in (0, 1), got {self.stability_tol!r}.")
+        check_flags(self, "fit_intercept", "warm_start")
+        check_verbose(self)
         check_graph_param(self)
 
     def _check_size(self, n, solver):

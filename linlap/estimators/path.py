@@ -14,8 +14,8 @@ import numpy as np
 from sklearn.utils import check_array, check_consistent_length, column_or_1d
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import (check_extreme_values, check_graph_param, check_positive_int,
-                           check_tol)
+from .._validation import (check_extreme_values, check_flags, check_graph_param,
+                           check_positive_int, check_tol, check_verbose)
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.path import path_for_targets, path_reduction
 from ._base import LinearLapClassifier, check_labels, store_params
@@ -172,6 +172,8 @@ class LapSVMPathClassifier(LinearLapClassifier):
             raise ValueError(f"lambda_min_ratio must be in (0, 1), got {r!r}.")
         check_tol(self)
         check_positive_int(self, "max_iter", "memory_budget")
+        check_flags(self, "fit_intercept")
+        check_verbose(self)
         check_graph_param(self)
 
     def fit(self, X, y, validation=None):
