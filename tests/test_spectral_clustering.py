@@ -153,3 +153,25 @@ def test_bad_parameters(params, match):
     X, _ = blobs(n=30, d=6, seed=0)
     with pytest.raises(ValueError, match=match):
         LaplacianSpectralClustering(**params).fit(X)
+
+
+def test_low_rank_extreme_and_transformer():
+    from sklearn.base import TransformerMixin
+
+    from linlap.datasets import make_text_corpus
+
+    X, _ = make_text_corpus(2, n_features=300, random_state=0)
+    twice = sp.csr_matrix(np.repeat(X.toarray(), 6, axis=0))  # 2 documents, 6 copies each
+    with pytest.raises(ValueError, match="rank 1"):
+        LaplacianSpectralClustering(n_clusters=3, random_state=0).fit(twice)
+    same = sp.csr_matrix(np.repeat(X[:1].toarray(), 10, axis=0))
+    with pytest.raises(ValueError, match="rank 0"):
+        LaplacianSpectralClustering(random_state=0).fit(same)
+    Y, _ = make_text_corpus(60, n_features=300, random_state=1)
+    with pytest.raises(ValueError, match="extreme"):
+        LaplacianSpectralClustering(random_state=0).fit(Y * 1e40)
+    with pytest.raises(ValueError, match="singular|rescale"):
+        LaplacianSpectralClustering(random_state=0).fit(Y * 1e10)
+    est = LaplacianSpectralClustering(random_state=0)
+    assert isinstance(est, TransformerMixin)
+    np.testing.assert_allclose(est.fit_transform(Y), est.transform(Y), atol=1e-8)

@@ -5,11 +5,12 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_graph_param, check_positive_int, check_tol
+from .._validation import (check_extreme_values, check_graph_param, check_positive_int,
+                           check_tol)
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers.spectral import kernel_spectral_embedding, linear_spectral_embedding
 from ._base import check_in_memory, resolve_graph, store_params
@@ -18,7 +19,7 @@ from .kernel import _resolve_gamma
 __all__ = ["LaplacianSpectralClustering"]
 
 
-class LaplacianSpectralClustering(ClusterMixin, BaseEstimator):
+class LaplacianSpectralClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     """Regularised spectral clustering (seed 001 §5.4, eqs. 12–13).
 
     With no labels, manifold regularisation finds the functions f of the RKHS of k
@@ -165,6 +166,7 @@ class LaplacianSpectralClustering(ClusterMixin, BaseEstimator):
         check_in_memory(self, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                           ensure_min_samples=3)
+        check_extreme_values(X)
         n = X.shape[0]
         sign_rule = self.n_components is None and self.n_clusters == 2
         k = 1 if sign_rule else (self.n_components or self.n_clusters)

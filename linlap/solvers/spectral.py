@@ -101,6 +101,18 @@ def _finish(Wd, Xmul, eig_mu, reg, scale, laplacian_matvec):
     return Wd[:, order], F[:, order], lam[order]
 
 
+def _check_rank(mu, k, rtol=1e-10):
+    """The k largest generalised eigenvalues ``mu`` are all nonzero: else the centred X has
+    fewer than k directions (e.g. fewer distinct documents than k + 1) and the embedding
+    would repeat one eigenfunction or be constant."""
+    top = float(np.max(mu)) if np.size(mu) else 0.0
+    rank = int(np.sum(mu > rtol * top)) if top > 0 else 0
+    if rank < k:
+        raise ValueError(f"the centred X has rank {rank} in the eigenproblem (eigenvalues above "
+                         f"{rtol:g} of the largest): too low for n_components={k}; use fewer "
+                         f"components or clusters (are most documents duplicates?).")
+
+
 def linear_spectral_embedding(X, laplacian_matvec, *, reg, scale, n_components=1,
                               dense_max_features=2000, tol=1e-6, max_iter=500,
                               random_state=None):
@@ -139,6 +151,9 @@ def linear_spectral_embedding(X, laplacian_matvec, *, reg, scale, n_components=1
     m = np.asarray(X.T @ ones, dtype=np.float64).ravel()
     mn = np.linalg.norm(m)
     mhat = m / mn if mn > 0 else m
+    total = float(X.multiply(X).sum()) if sp.issparse(X) else float(np.sum(X * X))
+    if total - mn * mn / n <= 1e-10 * total:  # Σ‖x_i − x̄‖²: every row the same
+        _check_rank(np.zeros(k), k)
 
     def proj(V):
         return V - np.outer(mhat, mhat @ V)
@@ -160,7 +175,13 @@ def linear_spectral_embedding(X, laplacian_matvec, *, reg, scale, n_components=1
         A = P @ A @ P
         B = P @ B @ P + reg * np.outer(mhat, mhat)
         A, B = 0.5 * (A + A.T), 0.5 * (B + B.T)
-        mu, V = sla.eigh(A, B, subset_by_index=[d - k, d - 1])
+        try:
+            mu, V = sla.eigh(A, B, subset_by_index=[d - k, d - 1])
+        except np.linalg.LinAlgError as exc:  # B numerically indefinite: reg ≪ ‖X‖²
+            raise ValueError(f"the eigenproblem is numerically singular ({exc}): reg={reg:g} "
+                             f"is negligible against XᵀX; rescale X (e.g. TF-IDF rows of "
+                             f"unit norm) or use a larger reg.") from None
+        _check_rank(mu, k)
         Wd, F, lam = _finish(V[:, ::-1], Xmul, mu[::-1], reg, scale, laplacian_matvec)
         return SpectralSolution(Wd, F, lam, 0, "dense")
 
@@ -189,6 +210,7 @@ def linear_spectral_embedding(X, laplacian_matvec, *, reg, scale, n_components=1
     mu, V = res[0], res[1]
     n_iter = len(res[2]) if len(res) > 2 else 0
     order = np.argsort(mu)[::-1][:k]
+    _check_rank(mu[order], k)
     Wd, F, lam = _finish(proj(V[:, order]), Xmul, mu[order], reg, scale, laplacian_matvec)
     return SpectralSolution(Wd, F, lam, n_iter, "lobpcg")
 
