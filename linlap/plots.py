@@ -20,37 +20,54 @@ def _pyplot():
     return plt
 
 
+def _history_kind(name, est):
+    """(history, y label, x label, log scale, first x) of a fitted estimator's record."""
+    from .estimators import LapRLSClassifier, LapS3VMClassifier, LapSVMClassifier
+
+    if isinstance(est, LapRLSClassifier):
+        kind = ("relative residual", "CG iteration", True, 1)
+    elif isinstance(est, LapSVMClassifier) and est.solver == "newton":
+        kind = ("objective J", "Newton step", False, 0)
+    elif isinstance(est, LapS3VMClassifier):
+        kind = ("S³VM objective (hard labels)",
+                "temperature step" if est.solver == "annealing" else "γ_U stage", False, 1)
+    else:
+        what = (f"LapSVMClassifier(solver={est.solver!r})" if isinstance(est, LapSVMClassifier)
+                else type(est).__name__)
+        raise ValueError(f"{name}: {what} records no per-iteration history to plot (plotted: "
+                         f"LapRLSClassifier, LapSVMClassifier(solver='newton'), "
+                         f"LapS3VMClassifier)")
+    hist = list(getattr(getattr(est, "_solution", None), "history", []) or [])
+    if not hist:
+        raise ValueError(f"{name}: no convergence history (fit the estimator first; a model "
+                         f"loaded from a file has none)")
+    return (np.asarray(hist, dtype=float),) + kind
+
+
 def plot_convergence(estimators, path, *, title=None):
     """Per-iteration convergence of fitted linlap estimators.
 
     Parameters
     ----------
-    estimators : dict name -> fitted LapRLSClassifier / LapSVMClassifier
+    estimators : dict name -> fitted LapRLSClassifier / LapSVMClassifier / LapS3VMClassifier
         LapRLS (CG) records the relative residual per iteration; LapSVM (finite
-        Newton) the objective J per Newton step — each gets its own panel.
+        Newton) the objective J per Newton step; the S³VM its objective at the hard
+        labels per temperature (annealing) or γ_U stage (switching) — each gets its
+        own panel. Other estimators (and LapSVM's 'tinv' solver) record no history.
     path : str or path-like
         PNG file to write.
     """
     plt = _pyplot()
-    items = []
-    for name, est in estimators.items():
-        sol = getattr(est, "_solution", None)
-        hist = list(getattr(sol, "history", []) or [])
-        if not hist:
-            raise ValueError(f"{name}: no convergence history (fit the estimator first; "
-                             f"a model loaded from a file has none)")
-        items.append((name, np.asarray(hist, dtype=float), type(est).__name__))
+    items = [(name,) + _history_kind(name, est) for name, est in estimators.items()]
     fig, axes = plt.subplots(1, len(items), figsize=(5 * len(items), 3.8), squeeze=False)
-    for ax, (name, hist, kind) in zip(axes[0], items):
-        its = np.arange(len(hist)) + (0 if kind == "LapSVMClassifier" else 1)
-        if kind == "LapSVMClassifier":
-            ax.plot(its, hist, marker="o")
-            ax.set_ylabel("objective J")
-            ax.set_xlabel("Newton step")
-        else:
+    for ax, (name, hist, ylabel, xlabel, log, first) in zip(axes[0], items):
+        its = np.arange(len(hist)) + first
+        if log:
             ax.semilogy(its, hist)
-            ax.set_ylabel("relative residual")
-            ax.set_xlabel("CG iteration")
+        else:
+            ax.plot(its, hist, marker="o")
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel(xlabel)
         ax.set_title(name)
         ax.grid(True, alpha=0.3)
     if title:
@@ -88,9 +105,16 @@ def plot_label_curve(n_labels, errors, path, *, title=None):
 
 
 def _save(plt, fig, path):
+    """Write the PNG through a temporary file (a failed write leaves an existing file as
+    it was) at exactly ``path`` (matplotlib would add '.png' to a name without it)."""
+    from ._atomic import atomic_write
+
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        with atomic_write(path) as fh:
+            fig.savefig(fh, dpi=120, format="png")
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -464,3 +464,44 @@ def test_destinations_checked_before_the_work(tmp_path, model, corpus):
     assert_user_error(run("fit", corpus / "train.csv", "--model", f"{tmp_path}/new/"),
                       "is a directory")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v.csv"]
+
+
+def test_plot_destination_and_seed_checked_first(tmp_path):
+    pytest.importorskip("matplotlib")
+    res = run("plot", "convergence", "--out", tmp_path / "conv.txt")
+    assert res.returncode == 2 and ".png" in res.stderr
+    assert_user_error(run("plot", "convergence", "--out", tmp_path / "no" / "x.png"),
+                      "no directory")
+    for cmd in (["demo"], ["plot", "convergence", "--out", tmp_path / "c.png"]):
+        res = run(*cmd, "--seed", 2**32)
+        assert res.returncode == 2 and "2**32" not in res.stderr and "<=" in res.stderr
+
+
+def test_plot_convergence_of_each_estimator(tmp_path):
+    pytest.importorskip("matplotlib")
+    from linlap import (EMRClassifier, KNNGraph, LapRLSClassifier, LapS3VMClassifier,
+                        LapSVMClassifier)
+    from linlap.plots import plot_convergence
+
+    X, y = blobs_for_plot()
+    models = {"rls": LapRLSClassifier(), "svm": LapSVMClassifier(),
+              "s3vm": LapS3VMClassifier()}
+    g = KNNGraph(n_neighbors=5).fit(X)
+    for m in models.values():
+        m.set_params(graph=g).fit(X, y)
+    out = tmp_path / "conv"  # no suffix: written as given, not conv.png
+    assert plot_convergence(models, out) == out and out.read_bytes()[:4] == b"\x89PNG"
+    for est in (LapSVMClassifier(solver="tinv", graph=g), EMRClassifier(graph=g)):
+        with pytest.raises(ValueError, match="no per-iteration history"):
+            plot_convergence({"x": est.fit(X, y)}, tmp_path / "x.png")
+    with pytest.raises(ValueError, match="fit the estimator first"):
+        plot_convergence({"x": LapRLSClassifier()}, tmp_path / "x.png")
+
+
+def blobs_for_plot():
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.normal(size=(60, 6)))
+    X[:30, :3] += 2
+    y = np.where(np.arange(60) < 30, 0, 1)
+    y[np.r_[5:30, 35:60]] = -1
+    return X, y

@@ -33,8 +33,9 @@ def _weight_arg(*names):
     return parse
 
 
-def _int_arg(low):
-    """An argparse type: an integer >= low (a bad value is a wrong command line: exit 2)."""
+def _int_arg(low, high=None):
+    """An argparse type: an integer in [low, high] (a bad value is a wrong command line:
+    exit 2)."""
     def parse(text):
         try:
             value = int(text)
@@ -42,8 +43,14 @@ def _int_arg(low):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high}, got {value}")
         return value
     return parse
+
+
+#: seeds go to NumPy, which takes 0 … 2**32 − 1
+_seed_arg = _int_arg(0, 2**32 - 1)
 
 
 def _int_list_arg(text):
@@ -64,7 +71,7 @@ def build_parser():
                                        "with a supervised LinearSVC")
     demo.add_argument("--n-labels", type=_int_arg(1), default=50,
                       help="labeled training documents (default 50)")
-    demo.add_argument("--seed", type=_int_arg(0), default=0, help="seed of the label draw")
+    demo.add_argument("--seed", type=_seed_arg, default=0, help="seed of the label draw")
     demo.set_defaults(func=_demo)
 
     fit = sub.add_parser(
@@ -104,7 +111,7 @@ def build_parser():
                    help="power of the Laplacian (default 5)")
     g.add_argument("--weight", choices=("cosine", "heat", "binary"), default="cosine",
                    help="edge weights (default cosine)")
-    g.add_argument("--seed", type=_int_arg(0), default=0, help="random seed of the graph search")
+    g.add_argument("--seed", type=_seed_arg, default=0, help="random seed of the graph search")
     g = fit.add_argument_group("estimator")
     g.add_argument("--estimator", choices=("laprls", "lapsvm", "laps3vm"), default="laprls",
                    help="Laplacian RLS (default), Laplacian SVM (finite Newton) or the "
@@ -175,13 +182,17 @@ def build_parser():
                     help="for 'path': cross-validated error (default) or the decision "
                          "values of the labeled rows along the path")
     pl.add_argument("data", metavar="DATA", nargs="?", default=None)
-    pl.add_argument("--out", required=True, metavar="PNG")
+    pl.add_argument("--out", required=True, metavar="PNG",
+                    help="the PNG file to write (replaced only when the plot is done)")
     pl.add_argument("--n-labels", type=_int_list_arg,
                     default=None, metavar="N[,N...]",
-                    help="labels to draw (default 50 for convergence, "
-                         "10,20,50,100,200,400 for labels)")
-    pl.add_argument("--n-neighbors", type=_int_arg(1), default=50, metavar="K")
-    pl.add_argument("--seed", type=_int_arg(0), default=0)
+                    help="labels to draw (default 50 for convergence and path, "
+                         "10,20,50,100,200,400 for labels; convergence and path use the "
+                         "first value)")
+    pl.add_argument("--n-neighbors", type=_int_arg(1), default=50, metavar="K",
+                    help="neighbours of the graph (default 50, capped by the documents)")
+    pl.add_argument("--seed", type=_seed_arg, default=0,
+                    help="seed of the label draws and the graph search")
     _add_input_options(pl)
     pl.set_defaults(func=_plot_entry)
     return parser

@@ -1,6 +1,7 @@
 """``linlap plot``: learning curves, convergence and solution-path figures."""
 
-from ._common import _reader_kwargs, _Reporter
+from .._atomic import check_destination
+from ._common import _reader_kwargs, _Reporter, UsageError
 
 
 def _plot_data(args):
@@ -47,6 +48,10 @@ def _plot(args):
     from ..plots import _pyplot, plot_convergence, plot_label_curve
 
     _pyplot()  # fail early, with one line, when matplotlib is missing
+    if not args.out.lower().endswith(".png"):
+        raise UsageError(f"--out {args.out}: the plot is a PNG; give a file name ending "
+                         f"in .png")
+    check_destination(args.out)  # before the reading and fitting, not after
     rep = _Reporter(args.quiet)
     with rep.step("reading and vectorizing"):
         X, y, X_test, y_test, title = _plot_data(args)
