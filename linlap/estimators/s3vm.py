@@ -81,7 +81,10 @@ class LapS3VMClassifier(LinearLapClassifier):
     max_iter : int, default=50
         Newton steps per solve.
     warm_start : bool, default=False
-        Start the initial LapSVM solve from the previous fit's solution.
+        Start the initial LapSVM solve from the previous fit's solution. That solve stops
+        at ``tol``, a little away from the cold start's point, and the S³VM objective is
+        not convex: the annealing may then end at another local minimum (a refit of the
+        same data can differ from a cold fit).
     verbose : int, default=0
 
     Attributes
