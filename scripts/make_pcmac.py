@@ -22,7 +22,7 @@ byte-reproducible: no timestamps, sorted JSON keys, fixed compression settings.
 
 Usage::
 
-    python scripts/make_pcmac.py [--source PATH] [--out PATH]
+    python scripts/make_pcmac.py --source PATH [--out PATH]
 """
 
 from __future__ import annotations

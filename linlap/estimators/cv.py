@@ -514,7 +514,7 @@ class LapRLSClassifierCV(_GridCV):
     * ``'shifted'`` (default): for each graph, power, split and γ_I, the whole column of
       γ_A comes from one CG recurrence — every γ_A is a shift of the same operator, so
       each iteration costs one pass over X, p graph passes and one over Xᵀ for all of
-      them (:func:`linlap.solvers.laprls.laprls_grid`). With ``patience``, a candidate stops
+      them (:func:`linlap.solvers.grid.laprls_grid`). With ``patience``, a candidate stops
       once the predicted labels of the scoring rows have stayed the same for
       ``patience`` iterations (otherwise at ``tol``). Used for ``class_prior=None``;
       the other class-prior settings of a list take the ``'warm'`` route.
@@ -609,7 +609,7 @@ class LapSVMClassifierCV(_GridCV):
       :class:`LapRLSClassifierCV`, with the same ``patience``); a point where every
       labeled row has ``y f ≤ 1`` is also the LapSVM minimiser (the squared hinge equals
       the squared loss there), the others are finished by finite Newton from their
-      LapRLS point (:func:`linlap.solvers.lapsvm_newton.lapsvm_grid`).
+      LapRLS point (:func:`linlap.solvers.grid.lapsvm_grid`).
     * ``'warm'`` (and the other losses, solvers and class-prior settings): one
       :class:`~linlap.LapSVMClassifier` fit per candidate in snake order, Newton starting
       from the neighbour's w when ``warm_start=True``.

@@ -281,7 +281,7 @@ _COMMON_DOC = """
         'validation' (Algorithm 3) stops when the error on the validation rows passed
         to fit did not fall by at least one row since the previous check; 'mixed'
         stops when both would; None runs to ``tol``. See
-        :func:`linlap.solvers.kernel.kernel_pcg`.
+        :func:`linlap.solvers.kernel_pcg.kernel_pcg`.
     check_every : int or None, default=None
         θ, iterations between checks; None means round(√n / 2) as in seed 003.
     stability_tol : float, default=0.015

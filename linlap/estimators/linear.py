@@ -47,7 +47,7 @@ class LapRLSClassifier(LinearLapClassifier):
         the class-balance constraint is not used by the selection. The fitted value is
         ``gamma_I_``.
     graph : KNNGraph or None, default=None
-        The document graph. None builds ``KNNGraph()`` on X (with k capped at n − 1).
+        The document graph. None builds ``KNNGraph()`` on X (with k capped at the non-empty rows − 1).
         An unfitted KNNGraph is fitted on X (a copy; the parameter is not changed);
         a fitted one is reused as is — build it once on all training rows and pass it
         to as many estimators as you like.

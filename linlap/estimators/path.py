@@ -123,7 +123,7 @@ class LapSVMPathClassifier(LinearLapClassifier):
     n_gammas : int, default=60
         Size of the log grid of γ_I scored.
     method : {'auto', 'gram', 'cg'}, default='auto'
-        How ``A^{-1}X_lᵀ`` is computed (see :func:`~linlap.solvers.path.lapsvm_path`).
+        How ``A^{-1}X_lᵀ`` is computed (see :func:`linlap.lapsvm_path`).
     lambda_min_ratio : float, default=1e-4
         The path ends at this fraction of its first breakpoint.
     unlabeled : object, default=-1

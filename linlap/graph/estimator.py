@@ -155,7 +155,7 @@ class KNNGraph(BaseEstimator):
         Search neighbours on the (row-normalised) input itself, or on its
         row-normalised TruncatedSVD embedding. 'auto': the input itself when
         n_samples <= ``exact_max_samples``, else the SVD embedding (see
-        "Large n" above).
+        "Search" above).
     n_components : int, default=50
         Dimension of the SVD embedding (``space='svd'`` only).
     svd_sample : int, default=100000

@@ -212,14 +212,14 @@ def lapsvm_grid(
     LapRLS minimiser has ``y_i f_i ≤ 1`` on every labeled row, the two objectives have
     the same (zero) gradient there and it is the LapSVM minimiser as well. The LapRLS
     solutions of the whole grid come from one shifted CG run per γ_I
-    (:func:`linlap.solvers.laprls.laprls_grid`, with its early stopping); only the
+    (:func:`linlap.solvers.grid.laprls_grid`, with its early stopping); only the
     points where a labeled row lies beyond the margin are solved by finite Newton,
     warm-started from their LapRLS point.
 
     Parameters
     ----------
     X, targets, labeled_rows, laplacian_matvec, gamma_A, gamma_I, scale, fit_intercept
-        As in :func:`~linlap.solvers.laprls.laprls_grid` (targets ±1).
+        As in :func:`~linlap.solvers.grid.laprls_grid` (targets ±1).
     tol : float, default=1e-6
         CG tolerance of the LapRLS grid and tolerance of the Newton refinements.
     max_iter, cg_max_iter : int

@@ -6,7 +6,7 @@ same search directions, each at the price of a few vector updates — the residu
 shifted system is a scalar multiple ``ζ`` of the base residual (Frommer & Maass 1999;
 Jegerlehner 1996, "Krylov space solvers for shifted linear systems"). linlap uses it to
 solve the LapRLS normal equations for every γ_A of a grid with one sequence of passes
-over X and the graph (:func:`linlap.solvers.laprls.laprls_grid`).
+over X and the graph (:func:`linlap.solvers.grid.laprls_grid`).
 """
 
 import warnings
