@@ -27,9 +27,12 @@ is free and the dual has seed 001's equality constraint ``Σ_i y_i β_i = 0`` (`
 its multiplier). For the normalised Laplacian ``m = M 1 ≠ 0`` and the graph term
 penalises the bias; the change of variables ``α = α' − b u``, ``u = 2c A⁻¹ m``
 separates it (``f = Kα' + b a``, ``a = 1 − K u``) into a penalty ``q b²`` with
-``q = γ_A uᵀKu + c aᵀ M a ≥ 0``, so the dual has no equality constraint, the rank-one
-term ``a aᵀ/(2q)`` above, and ``b = Σ_i β_i y_i a_i / (2q)``. Without an intercept
-(``fit_intercept=False``) Q is eq. 10 alone and there is no equality constraint.
+``q = γ_A uᵀKu + c aᵀ M a ≥ 0``: the dual has no equality constraint, and at its optimum
+``b = Σ_i β_i y_i a_i / (2q)``. Eliminating b would add the rank-one term ``a aᵀ/(2q)``
+to Q, which for a small q (γ_I s ≪ γ_A) makes the QP too ill-conditioned to solve;
+so b is kept as the variable of an outer 1-D problem instead (step 2). Without an
+intercept (``fit_intercept=False``) Q is eq. 10 alone and there is no equality
+constraint.
 
 The two steps.
 
@@ -44,10 +47,13 @@ The two steps.
 2. The l-variable QP. With a free bias: libsvm (``sklearn.svm.SVC`` with
    ``kernel='precomputed'``) on ``2γ_A J K A⁻¹ Jᵀ`` with ``C = 1/(2 l γ_A)`` (the same
    problem divided by ``2γ_A``; libsvm caches kernel entries in float32, which limits
-   the margins of the free support vectors to about 1e-6). Otherwise (penalised bias
-   or none): dual coordinate descent over the box, stopped when the largest
-   projected-gradient entry is at most ``qp_tol`` (in the same scaled units as
-   libsvm's ``tol``).
+   the margins of the free support vectors to about 1e-6). Without an intercept: dual
+   coordinate descent over the box, stopped when the largest projected-gradient entry
+   is at most ``qp_tol`` (in the same scaled units as libsvm's ``tol``). With the
+   penalised bias: ``max_b [−(q/2γ_A) b² + min_β ½βᵀQβ − (1 − b y∘a)ᵀβ]`` — concave in
+   b — by Brent's method (``scipy.optimize.minimize_scalar``, relative tolerance
+   1e-10), each inner box QP solved as above and warm-started from the last, then b
+   polished to round-off on the final free set (where β is affine in b).
 
 α is then eq. 11 by linearity, ``α = (A⁻¹Jᵀ)(y ∘ β) − b u``: the system of eq. 11 is
 the one already solved in step 1.
@@ -161,11 +167,11 @@ def dual_system_cg(kernel_matvec, laplacian_matvec, R, *, gamma_A, c, tol=1e-8,
 
 
 @njit(cache=True)
-def _box_qp(Q, C, tol, max_iter):
-    """min ½βᵀQβ − Σβ over 0 ≤ β ≤ C by cyclic coordinate descent (exact 1-D steps)."""
+def _box_qp(Q, C, p, beta, tol, max_iter):
+    """min ½βᵀQβ − pᵀβ over 0 ≤ β ≤ C by cyclic coordinate descent (exact 1-D steps),
+    from ``beta`` (updated in place)."""
     l = Q.shape[0]
-    beta = np.zeros(l)
-    grad = -np.ones(l)  # Qβ − 1
+    grad = Q @ beta - p
     for it in range(max_iter):
         viol = 0.0
         for i in range(l):
@@ -192,6 +198,48 @@ def _box_qp(Q, C, tol, max_iter):
         if viol <= tol:
             return beta, it + 1, True
     return beta, max_iter, False
+
+
+def _penalised_bias_qp(Q, C, s, kappa, tol, max_iter):
+    """The dual with the penalised bias: ``max_b [−κ b² + min_β ½βᵀQβ − (1 − b s)ᵀβ]``
+    over 0 ≤ β ≤ C. For fixed b the inner problem is the box QP of the free-bias dual
+    with a shifted linear term; the outer function of b is concave (a minimum of affine
+    functions, minus κb²), maximised by Brent's method with each box QP warm-started
+    from the last. (Eliminating b instead adds ``s sᵀ/(2κ)`` to Q, which for a small
+    bias penalty κ — γ_I s ≪ γ_A — makes coordinate descent stall.)
+    Returns ``(β, b, sweeps, converged)``."""
+    from scipy.optimize import minimize_scalar
+
+    state = {"beta": np.zeros(Q.shape[0]), "sweeps": 0, "ok": True}
+
+    def negative_outer(b):
+        p = 1.0 - b * s
+        beta, it, ok = _box_qp(Q, C, p, state["beta"].copy(), tol, max_iter)
+        state.update(beta=beta, sweeps=state["sweeps"] + it, ok=state["ok"] and ok)
+        return kappa * b * b - (0.5 * beta @ (Q @ beta) - p @ beta)
+
+    b = float(minimize_scalar(negative_outer, bracket=(-1.0, 1.0), tol=1e-10).x)
+    negative_outer(b)  # the box QP at the b returned
+    if kappa > 0:
+        # polish b to round-off: with the free set F of β fixed, β_F is affine in b and
+        # the optimality condition sᵀβ(b) = 2κb is one linear equation
+        beta = state["beta"]
+        free = (beta > 1e-12 * C) & (beta < C * (1 - 1e-12))
+        dbeta = np.zeros_like(beta)
+        if free.any():
+            dbeta[free] = -np.linalg.solve(Q[np.ix_(free, free)], s[free])
+        slope = s @ dbeta - 2.0 * kappa
+        if slope < 0:
+            b_new = b - (s @ beta - 2.0 * kappa * b) / slope
+            kept = dict(state)
+            negative_outer(b_new)
+            same = np.array_equal(state["beta"] > 1e-12 * C, beta > 1e-12 * C) and \
+                np.array_equal(state["beta"] < C * (1 - 1e-12), beta < C * (1 - 1e-12))
+            if same:
+                b = b_new
+            else:  # the active set changed: keep Brent's point
+                state.update(kept)
+    return state["beta"], b, state["sweeps"], state["ok"]
 
 
 def _laplacian_of_ones_is_zero(laplacian_matvec, n):
@@ -277,16 +325,11 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
         Ku = 2.0 * c * KZ[:, l]
         a = 1.0 - Ku
         q = float(gamma_A * u @ Ku + c * a @ np.asarray(laplacian_matvec(a), dtype=np.float64))
-        if not q > 0:
-            raise ValueError("The bias penalty q of the normalised Laplacian is not positive; "
-                             "use fit_intercept=False or an unnormalised Laplacian.")
+        q = max(q, 0.0)  # ≥ 0 in exact arithmetic; 0: the bias is (nearly) free
 
     # step 2: the l-variable QP, scaled by 2γ_A (C = 1/(2 l γ_A))
     C = 1.0 / (2.0 * l * gamma_A)
     H = 2.0 * gamma_A * G
-    if fit_intercept and not bias_free:
-        al = a[rows]
-        H = H + (gamma_A / q) * np.outer(al, al)
     B = np.zeros((k, l))
     coefs, intercepts, F = np.zeros((k, n)), np.zeros(k), np.zeros((n, k))
     qp_iter, qp_ok = 0, True
@@ -302,14 +345,16 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
             bp[svc.support_] = np.abs(svc.dual_coef_[0])
             b = float(svc.intercept_[0])
             it, ok = int(np.max(svc.n_iter_)), svc.fit_status_ == 0
+        elif fit_intercept:  # penalised bias: b by a 1-D search around box QPs
+            bp, b, it, ok = _penalised_bias_qp(np.ascontiguousarray(H * np.outer(y, y)), C,
+                                               y * a[rows], q / (2.0 * gamma_A), qp_tol,
+                                               qp_max_iter)
         else:
-            Q = H * np.outer(y, y)
-            bp, it, ok = _box_qp(np.ascontiguousarray(Q), C, qp_tol, qp_max_iter)
+            bp, it, ok = _box_qp(np.ascontiguousarray(H * np.outer(y, y)), C, np.ones(l),
+                                 np.zeros(l), qp_tol, qp_max_iter)
             b = 0.0
         beta = 2.0 * gamma_A * bp
         yb = y * beta
-        if fit_intercept and not bias_free:
-            b = float(yb @ a[rows] / (2.0 * q))
         coefs[col] = Z[:, :l] @ yb - b * u
         intercepts[col] = b
         F[:, col] = KZ[:, :l] @ yb + b * a
