@@ -225,3 +225,16 @@ def test_bad_labels():
         X2 = X.copy()
         X2[0, 0] = np.nan
         KernelLapSVMClassifier().fit(X2, np.array([0, 1] + [-1] * 8))
+
+
+def test_auto_solver_falls_back_to_pcg_within_the_budget():
+    rng = np.random.default_rng(4)
+    X = rng.random((120, 5))
+    y = np.full(120, -1)
+    y[:20] = np.arange(20) % 2
+    g = KNNGraph(n_neighbors=5).fit(X)
+    # direct needs 3·8·121² ≈ 351 kB; the float64 Gram matrix 115 kB
+    clf = KernelLapRLSClassifier(graph=g, memory_budget=200_000).fit(X, y)
+    assert clf.solver_ == "pcg"
+    with pytest.raises(ValueError, match="solver='pcg'"):
+        KernelLapRLSClassifier(graph=g, solver="direct", memory_budget=200_000).fit(X, y)

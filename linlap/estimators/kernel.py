@@ -397,7 +397,8 @@ class KernelLapRLSClassifier(_KernelLapClassifier):
         solver_doc="'direct': the closed form — one dense (n+1)² LU solve (O(n³)) "
                    "with one right-hand side per class. 'pcg': "
                    "Algorithm 1 with the squared loss (line search in closed form). "
-                   "'auto': 'direct' for n <= 2000, else 'pcg'.",
+                   "'auto': 'direct' for n <= 2000 when its three dense (n+1)² matrices "
+                   "fit memory_budget, else 'pcg'.",
         es="stability", max_iter=1000)
 
     _solvers = ("auto", "direct", "pcg")
@@ -413,6 +414,7 @@ class KernelLapRLSClassifier(_KernelLapClassifier):
         store_params(self, locals())
 
     def _resolve_solver(self, n):
-        if self.solver == "auto":
-            return "direct" if n <= self.DIRECT_MAX_SAMPLES else "pcg"
+        if self.solver == "auto":  # the closed form when small enough and within the budget
+            direct = n <= self.DIRECT_MAX_SAMPLES and 3 * 8 * (n + 1) ** 2 <= self.memory_budget
+            return "direct" if direct else "pcg"
         return self.solver
