@@ -423,3 +423,21 @@ def test_public_path_validates_X_labels_and_graph():
         lapsvm_path(X[:20], y[:20], KNNGraph(n_neighbors=5).fit(X), rho=0.1)
     with pytest.raises(ValueError):
         lapsvm_path(X, y[:20], graph, rho=0.1)
+
+
+def test_free_bias_paths_run_to_the_end():
+    # balanced labels, unnormalised Laplacian (free bias): an elbow holding one row of each
+    # class empties at once; the zero-width α₀ interval that leaves used to "close" at the
+    # same λ again and again until the cycle guard stopped the path ('degenerate')
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        cls = rng.integers(0, 2, 150)
+        X = rng.normal(size=(2, 12))[cls] * 1.5 + rng.normal(size=(150, 12))
+        X[rng.random(X.shape) < 0.3] = 0.0
+        y = np.full(150, -1)
+        lab = np.r_[np.flatnonzero(cls == 0)[:12], np.flatnonzero(cls == 1)[:12]]
+        y[lab] = cls[lab]
+        g = KNNGraph(n_neighbors=6, normalized=False, power=1).fit(X)
+        p = lapsvm_path(X, y, g, rho=1e-2, lambda_min_ratio=1e-3)
+        assert p.status == "ok", (seed, p.status, p.lambdas[-1])
+        assert p.complete or p.lambdas[-1] <= 1.001e-3 * p.lambdas[0]

@@ -255,7 +255,10 @@ def _empty_elbow(q, y, status, lam_k, lam_min):
     if cu.size and cl.size:
         CU, CL = np.meshgrid(cu, cl, indexing="ij")
         SU, SL = np.meshgrid(su, sl, indexing="ij")
-        ok = SU != SL
+        # only an upper bound rising with λ (slope +1) and a lower one falling (slope −1)
+        # close as λ decreases; the other pairs move apart (a pair of rows that just
+        # left together meets at λ_k with zero width and must not "close" the elbow)
+        ok = SU > SL
         cand = np.unique((CL[ok] - CU[ok]) / (SU[ok] - SL[ok]))
         lim = lam_k * (1 + _EPS) if np.isfinite(lam_k) else np.inf
         cand = cand[(cand <= lim) & (cand > lam_min)][::-1]
