@@ -394,3 +394,53 @@ def test_flags_and_verbose_validated(bad):
     for est in ests:
         with pytest.raises(ValueError, match=next(iter(bad))):
             est.set_params(**bad).fit(X, ys)
+
+
+def _clusters(n, d, seed, sparse_=False):
+    rng = np.random.default_rng(seed)
+    cls = rng.integers(0, 2, n)
+    X = np.abs(rng.normal(size=(2, d))[cls] * 1.5 + rng.normal(size=(n, d)))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    y = np.full(n, -1)
+    lab = np.r_[np.flatnonzero(cls == 0)[:30], np.flatnonzero(cls == 1)[:30]]
+    y[lab] = cls[lab]
+    return (sp.csr_matrix(X) if sparse_ else X), y
+
+
+def test_tinv_hinge_reaches_the_path_minimum():
+    from linlap import lapsvm_path
+
+    X, y = _clusters(300, 40, 2, sparse_=True)
+    g = KNNGraph(n_neighbors=10, power=1).fit(X)
+    gA, gI = 1e-7, 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no liblinear iteration limit
+        e = LapSVMClassifier(gamma_A=gA, gamma_I=gI, solver="tinv", loss="hinge",
+                             graph=g).fit(X, y)
+    l = int((y != -1).sum())
+    w, b = lapsvm_path(X, y, g, rho=gA / gI, lambda_min=l * gI).coef_at(2 * l * gI)
+    lab = np.flatnonzero(y != -1)
+    t = np.where(y[lab] == 1, 1.0, -1.0)
+    Lp = g.laplacian_matrix()
+
+    def J(w, b):
+        f = X @ w + b
+        return (np.maximum(0, 1 - t * f[lab]).mean() + gA * w @ w
+                + gI * g.scale_ * f @ (Lp @ f))
+    # (liblinear stops at tol=1e-4 on its projected gradient: J within 1e-3 relative)
+    assert J(e.coef_[0], e.intercept_[0]) <= J(np.ravel(w), float(np.ravel(b)[0])) * (1 + 1e-3)
+
+
+def test_tinv_factor_not_reused_after_X_or_graph_change():
+    X, y = _clusters(120, 12, 5)
+    X3, y3 = _clusters(120, 12, 99)
+    g = KNNGraph(n_neighbors=6).fit(X)
+    e = LapSVMClassifier(gamma_A=1e-3, gamma_I=0.5, solver="tinv", graph=g).fit(X, y)
+    g.fit(X3)  # the same graph object, refitted in place
+    e.fit(X3, y3)
+    fresh = LapSVMClassifier(gamma_A=1e-3, gamma_I=0.5, solver="tinv", graph=g).fit(X3, y3)
+    np.testing.assert_allclose(e.coef_, fresh.coef_, atol=1e-10)
+    e.fit(2 * X3 + 0.1, y3)  # same shape and graph, other X
+    fresh = LapSVMClassifier(gamma_A=1e-3, gamma_I=0.5, solver="tinv",
+                             graph=g).fit(2 * X3 + 0.1, y3)
+    np.testing.assert_allclose(e.coef_, fresh.coef_, atol=1e-10)

@@ -1,5 +1,8 @@
 """The linear classifiers: :class:`LapRLSClassifier` and :class:`LapSVMClassifier`."""
 
+import numpy as np
+import scipy.sparse as sp
+
 from ..solvers.laprls import laprls_linear
 from ..solvers.lapsvm_newton import lapsvm_newton
 from ..solvers.lapsvm_tinv import lapsvm_tinv
@@ -125,6 +128,25 @@ class LapRLSClassifier(LinearLapClassifier):
             callback=self._progress_callback("LapRLS"), client=client)
 
 
+def _fingerprint(X, graph):
+    """A digest of X and of the graph's Laplacian (one pass over their arrays)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    arrays = [X.data, X.indices, X.indptr] if sp.issparse(X) else [np.ascontiguousarray(X)]
+    W = graph.adjacency_
+    arrays += [W.data, W.indices, W.indptr, np.asarray(graph.degree_)]
+    for a in arrays:
+        h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
+    h.update(repr((X.shape, graph.normalized, graph.power, graph.scale_,
+                   getattr(graph, "node_order_", None) is not None)).encode())
+    return h.hexdigest()
+
+
+#: fewest liblinear passes of ``LapSVMClassifier(solver='tinv', loss='hinge')``
+LIBLINEAR_MIN_PASSES = 1000
+
+
 class LapSVMClassifier(LinearLapClassifier):
     """Linear Laplacian SVM (seed 004 §4.2).
 
@@ -170,7 +192,9 @@ class LapSVMClassifier(LinearLapClassifier):
         the relative decrease of J below which a class stops. T⁻¹: tolerance of the
         l-row SVM solver.
     max_iter : int, default=50
-        Newton steps (or the l-row solver's iterations for 'tinv').
+        Newton steps (also for 'tinv' with the squared hinge); for 'tinv' with the
+        hinge, liblinear's passes over the l rows, at least ``LIBLINEAR_MIN_PASSES``
+        (1000: a pass is one coordinate sweep, and 50 stopped short of the minimum).
     memory_budget : int, default=2**30
         Bytes allowed for the dense d × d factor of ``solver='tinv'``.
     warm_start : bool, default=False
@@ -226,16 +250,19 @@ class LapSVMClassifier(LinearLapClassifier):
                 init=init, callback=self._progress_callback(
                     "LapSVM Newton", "relative decrease of J", every=1),
             )
-        # The factor depends only on the graph (hence X), γ_I s/γ_A and the intercept:
-        # reuse it across classes and across refits that keep those fixed.
-        key = (graph, self.gamma_I_ / self.gamma_A_, self.fit_intercept, X.shape)
+        # The factor depends only on X, the graph, γ_I s/γ_A and the intercept: reuse it
+        # across classes and across refits that keep those fixed (X and the graph by
+        # content: either may be refitted or changed in place between fits).
+        key = (_fingerprint(X, graph), self.gamma_I_ / self.gamma_A_, self.fit_intercept)
         cached = getattr(self, "_tinv_cache", None)
         factor = cached[1] if cached is not None and cached[0] == key else None
         sol = lapsvm_tinv(
             X, targets, labeled_rows, graph.laplacian_matvec,
             gamma_A=self.gamma_A_, gamma_I=self.gamma_I_, scale=graph.scale_, loss=self.loss,
             fit_intercept=self.fit_intercept, memory_budget=self.memory_budget,
-            tol=self.tol, max_iter=self.max_iter, factor=factor,
+            tol=self.tol, factor=factor,
+            max_iter=(self.max_iter if self.loss == "squared_hinge"
+                      else max(self.max_iter, LIBLINEAR_MIN_PASSES)),
         )
         self._tinv_cache = (key, sol.state["factor"])
         return sol

@@ -233,8 +233,10 @@ def _l1svm(Xh, G, y, a, lam, q, bias_free, tol, max_iter):
         beta[svc.support_] = svc.dual_coef_[0]
         return Xh.T @ beta, float(svc.intercept_[0]), int(svc.n_iter_[0]), svc.fit_status_ == 0
     H = Xh if a is None else np.column_stack([Xh, a / np.sqrt(q)])
-    svm = LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=C, tol=tol,
-                    max_iter=max_iter, random_state=0).fit(H, y)
+    with warnings.catch_warnings():  # lapsvm_tinv warns itself, naming its max_iter
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svm = LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=C, tol=tol,
+                        max_iter=max_iter, random_state=0).fit(H, y)
     coef = svm.coef_[0]
     b = 0.0 if a is None else float(coef[-1] / np.sqrt(q))
     return coef[: Xh.shape[1]], b, int(svm.n_iter_), svm.n_iter_ < max_iter
@@ -362,9 +364,11 @@ def lapsvm_tinv(
                                            tol, max_iter)
             residual = np.nan
         n_iter, converged = max(n_iter, it), converged and ok
-    if loss == "squared_hinge" and not converged:
-        warnings.warn(f"The l-row squared-hinge SVM of lapsvm_tinv did not converge in "
-                      f"max_iter={max_iter} Newton steps; increase max_iter.",
+    if not converged:
+        what = ("squared-hinge SVM", "Newton steps") if loss == "squared_hinge" else \
+            ("hinge SVM (liblinear)", "passes")
+        warnings.warn(f"The l-row {what[0]} of lapsvm_tinv did not converge in "
+                      f"max_iter={max_iter} {what[1]}; increase max_iter.",
                       ConvergenceWarning, stacklevel=2)
     W = sla.solve_triangular(factor.R, Wt, check_finite=False) - np.outer(factor.u, b)
     F = np.asarray(X @ W) + b
