@@ -243,6 +243,10 @@ def test_lapsvm_grid_equals_newton_fits():
                 assert np.all(T * (Xl @ coef[j, i].T + b[j, i]) <= 1.0)
     with pytest.raises(ValueError, match="\\+1 or -1"):
         lapsvm_grid(X, 2 * T, lab, g.laplacian_matvec, gamma_A=gA, gamma_I=gI, scale=g.scale_)
+    # refinements cut short are reported once for the grid (they were silent)
+    with pytest.warns(ConvergenceWarning, match="lapsvm_grid: [0-9]+ of the 6"):
+        lapsvm_grid(X, T, lab, g.laplacian_matvec, gamma_A=gA, gamma_I=gI, scale=g.scale_,
+                    tol=1e-10, max_iter=100, cg_max_iter=3)
 
 
 def test_lapsvm_cv_shifted_equals_warm():

@@ -249,6 +249,7 @@ def lapsvm_grid(
     gI = np.atleast_1d(np.asarray(gamma_I, dtype=np.float64))
     Xl = X[rows]
     steps = np.zeros((g, q), dtype=int)
+    unconverged = 0
     for j in range(g):
         for i in range(q):
             O = np.asarray(Xl @ coef[j, i].T) + intercept[j, i]
@@ -263,4 +264,10 @@ def lapsvm_grid(
                                     cg_max_iter=cg_max_iter, init=init)
             coef[j, i], intercept[j, i] = sol.coef, sol.intercept
             steps[j, i] = sol.n_iter
+            unconverged += not sol.converged
+    if unconverged:  # one warning for the grid, not one per point
+        warnings.warn(f"lapsvm_grid: {unconverged} of the {g * q} points' finite Newton "
+                      f"refinements stopped before tol={tol:g} (max_iter={max_iter}, "
+                      f"cg_max_iter={cg_max_iter}); increase them.", ConvergenceWarning,
+                      stacklevel=2)
     return coef, intercept, steps, info
