@@ -129,18 +129,24 @@ class LapRLSClassifier(LinearLapClassifier):
 
 
 def _fingerprint(X, graph):
-    """A digest of X and of the graph's Laplacian (one pass over their arrays)."""
+    """A digest of X and of the graph's Laplacian arrays (one pass over them); a graph
+    object without them (e.g. EMR's combined operator) stands for itself."""
     import hashlib
 
-    h = hashlib.blake2b(digest_size=16)
-    arrays = [X.data, X.indices, X.indptr] if sp.issparse(X) else [np.ascontiguousarray(X)]
-    W = graph.adjacency_
-    arrays += [W.data, W.indices, W.indptr, np.asarray(graph.degree_)]
-    for a in arrays:
-        h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
-    h.update(repr((X.shape, graph.normalized, graph.power, graph.scale_,
-                   getattr(graph, "node_order_", None) is not None)).encode())
-    return h.hexdigest()
+    def digest(arrays, extra):
+        h = hashlib.blake2b(digest_size=16)
+        for a in arrays:
+            h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
+        h.update(repr(extra).encode())
+        return h.hexdigest()
+
+    x = digest([X.data, X.indices, X.indptr] if sp.issparse(X) else [X], X.shape)
+    W = getattr(graph, "adjacency_", None)
+    if W is None or not hasattr(graph, "degree_"):
+        return x, graph
+    return x, digest([W.data, W.indices, W.indptr, graph.degree_],
+                     (graph.normalized, graph.power, graph.scale_,
+                      getattr(graph, "node_order_", None) is not None))
 
 
 #: fewest liblinear passes of ``LapSVMClassifier(solver='tinv', loss='hinge')``
