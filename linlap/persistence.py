@@ -198,9 +198,11 @@ def load(path, *, check_versions=True):
                 warnings.simplefilter("ignore", InconsistentVersionWarning)
             try:
                 return joblib.load(fh)
-            except (OSError, MemoryError):
+            except MemoryError:
                 raise
             except Exception as exc:  # intact bytes: a class or module missing here
+                if isinstance(exc, OSError) and exc.errno is not None:
+                    raise
                 raise ValueError(f"{path}: the model could not be loaded "
                                  f"({_describe(exc)})") from None
 
@@ -228,9 +230,11 @@ def _load_first_format(path, check_versions):
 
     try:
         payload = joblib.load(path)
-    except (OSError, MemoryError):
+    except MemoryError:
         raise
     except Exception as exc:  # truncated / foreign files fail in many ways
+        if isinstance(exc, OSError) and exc.errno is not None:  # a real I/O error
+            raise
         raise ValueError(f"{path}: not a linlap model file, or truncated/corrupt "
                          f"({_describe(exc)})") from None
     if not (isinstance(payload, dict) and payload.get("format") == FORMAT_TAG

@@ -121,7 +121,9 @@ class EmbeddedTfidfVectorizer(TransformerMixin, BaseEstimator):
         U, S, _ = randomized_svd(P, k, n_iter=4, random_state=self.random_state)
         self.word_vectors_ = normalize(U * np.sqrt(S)).astype(np.float32)
         E = self._document_vectors(X)
-        self.embedding_mean_ = E.mean(axis=0)
+        nonempty = np.diff(X.indptr) > 0  # empty documents keep an empty row (_join)
+        self.embedding_mean_ = (E[nonempty].mean(axis=0) if nonempty.any()
+                                else np.zeros(E.shape[1]))
         return self._join(X, E)
 
     def transform(self, raw_documents):

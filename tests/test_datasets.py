@@ -283,3 +283,18 @@ def test_mask_labels_wide_and_mixed_labels():
         mask_labels(np.array([1, "a", 1, "a"], dtype=object), 2)
     with pytest.raises(ValueError, match="unlabeled=None"):
         mask_labels(np.array(["a", None, "b", "a"], dtype=object), 2)
+
+
+def test_plain_tar_cut_at_a_member_boundary(tmp_path):
+    import tarfile
+
+    news = {f"20news-bydate-train/{g}/{i}": f"post {i} of {g}" * 50
+            for g in ("rec.autos", "sci.space") for i in range(3)}
+    full = _tar(tmp_path / "ng.tar", news, "w")
+    assert len(load_20newsgroups(full).data) == 6
+    with tarfile.open(full) as t:
+        cut_at = t.getmembers()[4].offset  # the start of the fifth member's header
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(full.read_bytes()[:cut_at])
+    with pytest.raises(ValueError, match="truncated"):
+        load_20newsgroups(cut)

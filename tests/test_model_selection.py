@@ -299,3 +299,14 @@ def test_grid_and_kernel_predict_refuse_non_finite_scores():
         with pytest.raises(ValueError, match="extreme"):
             clf.predict(huge)
         np.testing.assert_array_equal(clf.predict(X[:5]), clf.predict(X[:5].toarray()))
+
+
+def test_grid_k_none_and_its_value_share_one_graph(monkeypatch):
+    X, y = blobs(n=60, seed=14, noise=0.5)
+    ys = mask_labels(y, 12, random_state=14)
+    built = []
+    fit = KNNGraph.fit
+    monkeypatch.setattr(KNNGraph, "fit",
+                        lambda self, X, y=None: built.append(self.n_neighbors) or fit(self, X))
+    LapRLSClassifierCV(n_neighbors=[None, 50], gamma_A=[1e-2], gamma_I=[1.0], cv=2).fit(X, ys)
+    assert built == [50]

@@ -77,17 +77,25 @@ def iter_tar_files(path):
                   "lzma": lambda: lzma.LZMAFile(raw),
                   "bz2": lambda: bz2.BZ2File(raw)}.get(kind, lambda: raw)()
         tar = guarded(lambda: tarfile.open(fileobj=stream, mode="r|"))
-        members = iter(tar)
-        while True:
-            member = guarded(lambda: next(members, None))
-            if member is None:
-                break
-            if member.isfile():
-                parts = [q for q in member.name.split("/") if q not in ("", ".")]
-                yield parts, lambda m=member: guarded(lambda: tar.extractfile(m).read())
-        while guarded(lambda: stream.read(1 << 20)):  # to the end: a cut stream raises
-            pass
-        tar.close()
+        try:
+            members = iter(tar)
+            while True:
+                member = guarded(lambda: next(members, None))
+                if member is None:
+                    break
+                if member.isfile():
+                    parts = [q for q in member.name.split("/") if q not in ("", ".")]
+                    yield parts, lambda m=member: guarded(lambda: tar.extractfile(m).read())
+            # a tar ends with zero blocks after its last member: none read means the
+            # archive was cut at a member boundary (tarfile takes that for the end)
+            if getattr(tar.fileobj, "pos", tar.offset + 1) <= tar.offset:
+                raise _damaged(path, EOFError("no end-of-archive block"))
+            while guarded(lambda: stream.read(1 << 20)):  # to the end: a cut stream raises
+                pass
+        finally:
+            tar.close()
+            if stream is not raw:
+                stream.close()
 
 
 def _damaged(path, exc):

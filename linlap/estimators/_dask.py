@@ -39,9 +39,10 @@ def _client():
 
 def _block_summary(Xb):
     """(max |x| with NaN for a non-finite value, rows, rows with a nonzero) of one block."""
+    from ._base import count_nonempty_rows
+
     data = Xb.data if sp.issparse(Xb) else np.asarray(Xb)
-    nonempty = (np.diff(sp.csr_matrix(Xb).indptr) > 0).sum() if sp.issparse(Xb) else \
-        np.any(data != 0, axis=1).sum()
+    nonempty = count_nonempty_rows(Xb)
     if data.size and not np.all(np.isfinite(data)):
         return np.array([[np.nan, Xb.shape[0], nonempty]])
     top = max(float(data.max()), -float(data.min())) if data.size else 0.0
@@ -138,9 +139,11 @@ def _checked_scores(Xb, coef, intercept):
     from ._base import check_finite_scores
 
     data = Xb.data if sp.issparse(Xb) else np.asarray(Xb)
-    if data.size and not np.all(np.isfinite(data)):
+    top = max(float(data.max()), -float(data.min())) if data.size else 0.0
+    if not np.isfinite(top):  # (NaN and inf propagate through max and min)
         raise ValueError("Input X contains NaN or infinity.")
-    check_extreme_values(Xb)
+    if top > MAX_ABS_VALUE:
+        check_extreme_values(Xb)  # its message
     return check_finite_scores(_block_scores(Xb, coef, intercept))
 
 

@@ -327,16 +327,18 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         """One kNN graph per k (built once; k None: ``graph`` itself or the default), one
         Laplacian view per power (never formed). The ks are already capped
         (:func:`capped_n_neighbors`)."""
-        out = {}
-        for k in ks:
-            if k is None:
-                g = self._fit_graph(X)
+        out, by_k = {}, {}
+        # None (the graph's own k) first, so that a listed k equal to it shares its graph
+        for k in sorted(ks, key=lambda k: k is not None):
+            if k is None or k in by_k:
+                g = self._fit_graph(X) if k is None else by_k[k]
             elif self.graph is not None and self.graph.n_neighbors == k:
                 g = resolve_graph(self.graph, X, self.verbose)  # a fitted one is shared
             else:
                 params = ({"verbose": bool(self.verbose)} if self.graph is None else
                           self.graph.get_params(deep=False))
                 g = KNNGraph(**dict(params, n_neighbors=k)).fit(X)
+            by_k.setdefault(g.n_neighbors, g)
             for p in powers:
                 out[(k, p)] = g if p is None or p == g.power else g.with_laplacian(power=p)
         return out
@@ -376,7 +378,11 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(X, y)
         # the k the graphs are built with (capped by the non-empty rows, as the
         # estimators' default k is), each once: best_params_ reports the k used
-        ks = list(dict.fromkeys(None if k is None else capped_n_neighbors(X, k) for k in ks))
+        ks = [None if k is None else k for k in ks]
+        if any(k is not None for k in ks):  # (one count of the non-empty rows)
+            top = capped_n_neighbors(X, max(k for k in ks if k is not None))
+            ks = [None if k is None else min(k, top) for k in ks]
+        ks = list(dict.fromkeys(ks))
         t0 = time.perf_counter()
         graphs = self._graphs(X, ks, powers)
         graph_time = time.perf_counter() - t0

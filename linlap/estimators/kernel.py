@@ -85,7 +85,7 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
         linear = ("use the linear classifiers linlap.LapSVMClassifier / "
                   "linlap.LapRLSClassifier, which scale to millions of rows")
         if solver in ("newton", "direct"):
-            need = 3 * 8 * (n + 1) ** 2  # K, L^p K and the (n+1)² system, float64
+            need = _dense_solve_bytes(n)
             if need > budget:
                 raise ValueError(
                     f"n = {n} rows is too large for solver={solver!r} within memory_budget="
@@ -253,6 +253,12 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
         return self.classes_[predict_index(F.reshape(F.shape[0], -1))]
 
 
+def _dense_solve_bytes(n):
+    """Memory of the dense solvers ('newton', 'direct'): K, L^p K and the (n+1)² system,
+    float64."""
+    return 3 * 8 * (n + 1) ** 2
+
+
 _COMMON_DOC = """
     Parameters
     ----------
@@ -415,6 +421,7 @@ class KernelLapRLSClassifier(_KernelLapClassifier):
 
     def _resolve_solver(self, n):
         if self.solver == "auto":  # the closed form when small enough and within the budget
-            direct = n <= self.DIRECT_MAX_SAMPLES and 3 * 8 * (n + 1) ** 2 <= self.memory_budget
+            direct = (n <= self.DIRECT_MAX_SAMPLES
+                      and _dense_solve_bytes(n) <= self.memory_budget)
             return "direct" if direct else "pcg"
         return self.solver

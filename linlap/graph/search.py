@@ -67,9 +67,9 @@ def prepare_input(X, min_samples=2):
         Xc.eliminate_zeros()
         empty = np.flatnonzero(np.diff(Xc.indptr) == 0)
     else:
-        kind = getattr(X, "dtype", np.asarray(X).dtype).kind
-        if kind == "c":  # as for sparse X: the imaginary part would be dropped silently
-            raise ValueError(f"X must hold real numbers, got a complex array.")
+        X = X if hasattr(X, "dtype") else np.asarray(X)
+        if X.dtype.kind == "c":  # as for sparse X: the imaginary part would be dropped
+            raise ValueError("X must hold real numbers, got a complex array.")
         try:
             Xc = np.array(X, dtype=np.float64, order="C", copy=True)
         except (TypeError, ValueError) as exc:
@@ -184,7 +184,10 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
     X has unit rows (CSR or dense).  Each query row excludes itself *by
     index* (with duplicate documents, self is not necessarily the top hit).
     Returns ``(indices, distances)`` of shape (len(rows), k), sorted by
-    increasing distance d = sqrt(max(0, 2 - 2 cos)), ties by index.
+    increasing distance d = sqrt(max(0, 2 - 2 cos)), ties by index (the lowest
+    indices among rows tied with the k-th neighbour, so that a smaller k keeps a
+    prefix; except rows at similarity 0 — sharing no term with the query — which fill
+    the last places in an unspecified choice).
     Memory is bounded by ``EXACT_MEMORY_BUDGET`` (the dense block of
     similarities), whatever n is.
     """
@@ -215,11 +218,14 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         top = np.argpartition(S, n - k, axis=1)[:, n - k:]
         sims = np.take_along_axis(S, top, axis=1)
         # argpartition picks arbitrarily among similarities tied with the k-th: where
-        # more rows tie than fit, keep the lowest indices (as a smaller k would)
+        # more rows tie than fit, keep the lowest indices (as a smaller k would). Not for
+        # a k-th similarity of 0 (rows sharing no term, often thousands of them on short
+        # texts: sorting those out doubled the search)
         kth = sims.min(axis=1)
-        for i in np.flatnonzero((S >= kth[:, None]).sum(axis=1) > k):
-            cand = np.flatnonzero(S[i] >= kth[i])
-            cand = cand[np.lexsort((cand, -S[i, cand]))[:k]]
+        pos = np.flatnonzero(kth > 0)
+        for i in pos[(S[pos] >= kth[pos, None]).sum(axis=1) > k]:
+            above = np.flatnonzero(S[i] > kth[i])
+            cand = np.r_[above, np.flatnonzero(S[i] == kth[i])[:k - above.size]]
             top[i], sims[i] = cand, S[i, cand]
         order = np.lexsort((top, -sims), axis=-1)
         top = np.take_along_axis(top, order, axis=1)

@@ -325,7 +325,12 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
         Ku = 2.0 * c * KZ[:, l]
         a = 1.0 - Ku
         q = float(gamma_A * u @ Ku + c * a @ np.asarray(laplacian_matvec(a), dtype=np.float64))
-        q = max(q, 0.0)  # ≥ 0 in exact arithmetic; 0: the bias is (nearly) free
+        # ≥ 0 in exact arithmetic (0: the bias is nearly free); clearly negative: M is
+        # not a Laplacian (not positive semi-definite)
+        if q < -1e-8 * (gamma_A * abs(u @ Ku) + c * (a @ a)):
+            raise ValueError("The bias penalty q is negative: laplacian_matvec is not "
+                             "positive semi-definite.")
+        q = max(q, 0.0)
 
     # step 2: the l-variable QP, scaled by 2γ_A (C = 1/(2 l γ_A))
     C = 1.0 / (2.0 * l * gamma_A)

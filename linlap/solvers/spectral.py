@@ -153,7 +153,8 @@ def linear_spectral_embedding(X, laplacian_matvec, *, reg, scale, n_components=1
     mhat = m / mn if mn > 0 else m
     total = float(X.multiply(X).sum()) if sp.issparse(X) else float(np.sum(X * X))
     if total - mn * mn / n <= 1e-10 * total:  # Σ‖x_i − x̄‖²: every row the same
-        _check_rank(np.zeros(k), k)
+        raise ValueError(f"the centred X is zero (every row the same): too low a rank for "
+                         f"n_components={k}.")
 
     def proj(V):
         return V - np.outer(mhat, mhat @ V)
