@@ -223,7 +223,11 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         # texts: sorting those out doubled the search)
         kth = sims.min(axis=1)
         pos = np.flatnonzero(kth > 0)
-        for i in pos[(S[pos] >= kth[pos, None]).sum(axis=1) > k]:
+        if 0 < pos.size < b:
+            pos = pos[np.count_nonzero(S[pos] >= kth[pos, None], axis=1) > k]
+        elif pos.size:  # every row (no copy of S)
+            pos = np.flatnonzero(np.count_nonzero(S >= kth[:, None], axis=1) > k)
+        for i in pos:
             above = np.flatnonzero(S[i] > kth[i])
             cand = np.r_[above, np.flatnonzero(S[i] == kth[i])[:k - above.size]]
             top[i], sims[i] = cand, S[i, cand]
