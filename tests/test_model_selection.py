@@ -254,7 +254,8 @@ def test_grid_k_capped_deduplicated_and_built_only_as_asked(monkeypatch):
         warnings.simplefilter("ignore")  # the empty rows
         clf = LapRLSClassifierCV(n_neighbors=[5, 100, 200], gamma_A=[1e-2], gamma_I=[1.0],
                                  cv=2).fit(X, ys)
-    assert built == [5, 29]  # no default 50-NN graph, 100 and 200 capped to one graph
+    # one search at the largest (capped) k, the 5-NN graph its subgraph; no default graph
+    assert built == [29]
     assert sorted({p["n_neighbors"] for p in clf.cv_results_["params"]}) == [5, 29]
     assert clf.graph_.n_neighbors == clf.best_params_["n_neighbors"]
 
@@ -310,3 +311,16 @@ def test_grid_k_none_and_its_value_share_one_graph(monkeypatch):
                         lambda self, X, y=None: built.append(self.n_neighbors) or fit(self, X))
     LapRLSClassifierCV(n_neighbors=[None, 50], gamma_A=[1e-2], gamma_I=[1.0], cv=2).fit(X, ys)
     assert built == [50]
+
+
+def test_grid_subgraphs_equal_their_own_searches():
+    X, y = blobs(n=60, seed=15, noise=0.5)
+    ys = mask_labels(y, 12, random_state=15)
+    g = KNNGraph(n_neighbors=20, algorithm="exact").fit(X)
+    clf = LapRLSClassifierCV(n_neighbors=[5, 10], gamma_A=[1e-2], gamma_I=[1.0], cv=2,
+                             graph=g).fit(X, ys)
+    k = clf.best_params_["n_neighbors"]
+    own = KNNGraph(n_neighbors=k, algorithm="exact").fit(X)
+    np.testing.assert_array_equal(clf.graph_.neighbors_, own.neighbors_)
+    np.testing.assert_allclose(clf.graph_.adjacency_.toarray(), own.adjacency_.toarray(),
+                               atol=1e-12)

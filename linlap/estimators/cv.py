@@ -324,21 +324,28 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         return gA, gI, ks, powers, priors
 
     def _graphs(self, X, ks, powers):
-        """One kNN graph per k (built once; k None: ``graph`` itself or the default), one
-        Laplacian view per power (never formed). The ks are already capped
-        (:func:`capped_n_neighbors`)."""
-        out, by_k = {}, {}
-        # None (the graph's own k) first, so that a listed k equal to it shares its graph
-        for k in sorted(ks, key=lambda k: k is not None):
-            if k is None or k in by_k:
-                g = self._fit_graph(X) if k is None else by_k[k]
-            elif self.graph is not None and self.graph.n_neighbors == k:
-                g = resolve_graph(self.graph, X, self.verbose)  # a fitted one is shared
-            else:
+        """One kNN graph per k, one Laplacian view per power (never formed). k None:
+        ``graph`` itself (a fitted one is shared) or the default graph; the listed ks
+        (already capped, :func:`capped_n_neighbors`) are subgraphs of one neighbour
+        search at the largest of them — or of a graph that already has that many
+        neighbours — as :meth:`KNNGraph.subgraph` keeps each row's nearest k."""
+        graphs = {None: self._fit_graph(X)} if None in ks else {}
+        listed = [k for k in ks if k is not None]
+        if listed:
+            kmax = max(listed)
+            parent = next((g for g in graphs.values() if g.n_neighbors >= kmax), None)
+            if parent is None and getattr(self.graph, "adjacency_", None) is not None \
+                    and self.graph.n_neighbors >= kmax:
+                parent = resolve_graph(self.graph, X, self.verbose)
+            if parent is None:
                 params = ({"verbose": bool(self.verbose)} if self.graph is None else
                           self.graph.get_params(deep=False))
-                g = KNNGraph(**dict(params, n_neighbors=k)).fit(X)
-            by_k.setdefault(g.n_neighbors, g)
+                parent = KNNGraph(**dict(params, n_neighbors=kmax)).fit(X)
+            for k in listed:
+                graphs[k] = parent if k == parent.n_neighbors else parent.subgraph(k)
+        out = {}
+        for k in ks:
+            g = graphs[k]
             for p in powers:
                 out[(k, p)] = g if p is None or p == g.power else g.with_laplacian(power=p)
         return out
@@ -533,8 +540,10 @@ class LapRLSClassifierCV(_GridCV):
     gamma_A, gamma_I : float or sequence of float
         The grid (default 7 × 7: γ_A 1e-6…1e-1, γ_I 1e-2…1e3).
     n_neighbors : None, int or sequence of int, default=None
-        k of the kNN graph to search: one graph per k, built once (with the other
-        settings of ``graph``, or the defaults); None keeps the graph's.
+        k of the kNN graph to search (each capped by the non-empty rows − 1): one
+        neighbour search at the largest k (with the other settings of ``graph``, or the
+        defaults; none when a fitted ``graph`` already has that many neighbours), the
+        smaller k its subgraphs (:meth:`KNNGraph.subgraph`); None keeps the graph's.
     power : None, int or sequence of int, default=None
         Laplacian powers to search (views of each graph, L^p never formed); None keeps
         the graph's.
