@@ -37,16 +37,20 @@ def _client():
                          "Client('tcp://scheduler:8786').") from exc
 
 
+def _block_top(Xb):
+    """max |x| of one block, not finite when it holds NaN or inf (they propagate through
+    max and min)."""
+    data = Xb.data if sp.issparse(Xb) else np.asarray(Xb)
+    return max(float(data.max()), -float(data.min())) if data.size else 0.0
+
+
 def _block_summary(Xb):
     """(max |x| with NaN for a non-finite value, rows, rows with a nonzero) of one block."""
     from ._base import count_nonempty_rows
 
-    data = Xb.data if sp.issparse(Xb) else np.asarray(Xb)
-    nonempty = count_nonempty_rows(Xb)
-    if data.size and not np.all(np.isfinite(data)):
-        return np.array([[np.nan, Xb.shape[0], nonempty]])
-    top = max(float(data.max()), -float(data.min())) if data.size else 0.0
-    return np.array([[top, Xb.shape[0], nonempty]])
+    top = _block_top(Xb)
+    return np.array([[top if np.isfinite(top) else np.nan, Xb.shape[0],
+                      count_nonempty_rows(Xb)]])
 
 
 def _check_dask_X(X, client):
@@ -138,9 +142,8 @@ def _checked_scores(Xb, coef, intercept):
     from .._validation import check_extreme_values
     from ._base import check_finite_scores
 
-    data = Xb.data if sp.issparse(Xb) else np.asarray(Xb)
-    top = max(float(data.max()), -float(data.min())) if data.size else 0.0
-    if not np.isfinite(top):  # (NaN and inf propagate through max and min)
+    top = _block_top(Xb)
+    if not np.isfinite(top):
         raise ValueError("Input X contains NaN or infinity.")
     if top > MAX_ABS_VALUE:
         check_extreme_values(Xb)  # its message

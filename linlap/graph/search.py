@@ -222,12 +222,10 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         # a k-th similarity of 0 (rows sharing no term, often thousands of them on short
         # texts: sorting those out doubled the search)
         kth = sims.min(axis=1)
-        pos = np.flatnonzero(kth > 0)
-        if 0 < pos.size < b:
-            pos = pos[np.count_nonzero(S[pos] >= kth[pos, None], axis=1) > k]
-        elif pos.size:  # every row (no copy of S)
-            pos = np.flatnonzero(np.count_nonzero(S >= kth[:, None], axis=1) > k)
-        for i in pos:
+        tied = np.zeros(b, dtype=bool)
+        if np.any(kth > 0):  # one pass over the block (no copy of its rows)
+            tied = (kth > 0) & (np.count_nonzero(S >= kth[:, None], axis=1) > k)
+        for i in np.flatnonzero(tied):
             above = np.flatnonzero(S[i] > kth[i])
             cand = np.r_[above, np.flatnonzero(S[i] == kth[i])[:k - above.size]]
             top[i], sims[i] = cand, S[i, cand]
