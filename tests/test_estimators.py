@@ -444,3 +444,82 @@ def test_tinv_factor_not_reused_after_X_or_graph_change():
     fresh = LapSVMClassifier(gamma_A=1e-3, gamma_I=0.5, solver="tinv",
                              graph=g).fit(2 * X3 + 0.1, y3)
     np.testing.assert_allclose(e.coef_, fresh.coef_, atol=1e-10)
+
+
+def test_score_leaves_out_the_unlabeled_rows():
+    # cross_val_score and GridSearchCV score a model with the y it is fitted with; the
+    # rows marked unlabeled used to count as errors (0.195 for a 0.9-accurate model)
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    from linlap import EMRClassifier, LapRLSClassifierCV
+
+    X, y = blobs(n=120, seed=3)
+    ys = semi(y, 30)
+    lab = ys != -1
+    for est in (LapRLSClassifier(), LapSVMClassifier(),
+                LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0], cv=2),
+                EMRClassifier(candidates={"power": [1, 2]})):
+        est.fit(X, ys)
+        assert est.score(X, ys) == np.mean(est.predict(X[lab]) == ys[lab])
+        w = np.arange(1.0, 121.0)
+        assert np.isclose(est.score(X, ys, sample_weight=w),
+                          np.average(est.predict(X[lab]) == ys[lab], weights=w[lab]))
+        with pytest.raises(ValueError, match="score needs labeled rows"):
+            est.score(X, np.full(120, -1))
+    scores = cross_val_score(LapRLSClassifier(), X, ys, cv=3)
+    assert scores.min() > 0.7  # every fold's unlabeled rows left out of its score
+    gs = GridSearchCV(LapRLSClassifier(), {"gamma_I": [1.0, 10.0]}, cv=3).fit(X, ys)
+    assert gs.best_score_ > 0.7
+    # string labels: the estimator's own marker
+    yt = np.where(ys == -1, "", np.array(["a", "b"])[np.maximum(ys, 0)])
+    est = LapRLSClassifier(unlabeled="").fit(X, yt)
+    assert est.score(X, yt) == np.mean(est.predict(X[lab]) == yt[lab])
+
+
+@pytest.mark.parametrize("labels", ["int", "bool"])
+@pytest.mark.parametrize("marker", [None, np.nan])
+def test_numbers_held_as_objects_are_labels(labels, marker):
+    # [0, 1, None, ...] (the README's way to use -1 as a class) was refused as an
+    # "unknown label type"
+    X, y = blobs(n=60, seed=1)
+    ys = semi(y, 20)
+    cast = int if labels == "int" else bool
+    yo = np.array([marker if v == -1 else cast(v) for v in ys], dtype=object)
+    ref = LapRLSClassifier().fit(X, ys)
+    est = LapRLSClassifier(unlabeled=marker).fit(X, yo)
+    assert est.classes_.dtype == (np.int64 if labels == "int" else bool)
+    np.testing.assert_allclose(est.coef_, ref.coef_)
+    np.testing.assert_array_equal(est.predict(X).astype(int), ref.predict(X))
+
+
+def test_default_graph_is_seeded_and_sized_to_the_rows():
+    from linlap.estimators._base import default_graph, default_n_neighbors
+
+    # a tenth of the documents, at least 10, at most 50 and fewer than the documents
+    assert [default_n_neighbors(n) for n in (5, 60, 120, 499, 500, 10**6)] == \
+        [4, 10, 12, 49, 50, 50]
+    X, y = blobs(n=200, seed=2)
+    est = LapRLSClassifier().fit(X, semi(y, 20))
+    assert est.graph_.n_neighbors == 20
+    # above exact_max_samples the search is randomised: the default graph has a seed
+    assert default_graph(X).random_state == 0
+
+
+def test_wrappers_check_predict_X_against_their_own_fit():
+    # CV and EMR handed X to their inner estimator, fitted on the validated array: a
+    # DataFrame with its columns reordered was accepted (and a correct one warned)
+    from linlap import EMRClassifier, KernelLapRLSClassifier, LapRLSClassifierCV
+
+    X, y = blobs(n=60, seed=4)
+    ys = semi(y, 20)
+    for est in (LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0], cv=2),
+                EMRClassifier(candidates={"power": [1, 2]})):
+        est.fit(X, ys)
+        assert est.n_features_in_ == X.shape[1]
+        with pytest.raises(ValueError, match=f"{type(est).__name__} is expecting 8 features"):
+            est.predict(X[:, :5])
+    # a refit with a kernel base forgets the linear fit's weights
+    emr = EMRClassifier(candidates={"power": [1, 2]}).fit(X, ys)
+    assert hasattr(emr, "coef_")
+    emr.set_params(estimator=KernelLapRLSClassifier()).fit(X, ys)
+    assert not hasattr(emr, "coef_") and not hasattr(emr, "intercept_")

@@ -229,3 +229,29 @@ def test_small_bias_penalty_reaches_the_primal_minimum(gI):
         y, a, b = Y[:, col], sol.dual_coef[col], sol.intercept[col]
         _, J_ref = primal_reference(K, M, rows, y, gA, c)
         np.testing.assert_allclose(hinge_J(K, M, rows, y, a, b, gA, c), J_ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_duplicated_labeled_rows_reach_the_primal_minimum(sparse):
+    # Copies of labeled documents make the free block of Q singular; the polish of the
+    # bias solved it with np.linalg.solve and raised LinAlgError.
+    rng = np.random.default_rng(5)
+    A = random_design(44, 6, rng, sparse=sparse, density=0.6)
+    X = sp.vstack([A, A[:6]]).tocsr() if sparse else np.vstack([A, A[:6]])
+    n = X.shape[0]
+    Lm = random_laplacian(n, rng, normalized=True)
+    M = Lm @ Lm
+    rows = np.r_[np.arange(6), np.arange(44, 50), np.arange(10, 24)]  # the copies labeled
+    Xd = X.toarray() if sparse else X
+    Y = np.where(Xd[rows] @ rng.standard_normal((6, 2)) > 0, 1.0, -1.0)
+    K = pairwise_kernels(Xd, metric="rbf", gamma=0.05)
+    s = 1 / np.trace(Lm)
+    gA, gI = 1e-3, 0.1
+    sol = kernel_lapsvm_dual(GramOperator(X, kernel="rbf", gamma=0.05).matvec, Y, rows,
+                             lambda F: M @ F, n_samples=n, gamma_A=gA, gamma_I=gI, scale=s,
+                             tol=1e-12, qp_tol=1e-10)
+    assert sol.converged
+    for col in range(2):
+        y, a, b = Y[:, col], sol.dual_coef[col], sol.intercept[col]
+        _, J_ref = primal_reference(K, M, rows, y, gA, gI * s)
+        np.testing.assert_allclose(hinge_J(K, M, rows, y, a, b, gA, gI * s), J_ref, rtol=1e-6)

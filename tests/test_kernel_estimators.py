@@ -162,13 +162,13 @@ def test_memory_budget_refusal_and_recomputed_kernel(moons):
 
 def test_graph_built_when_none_and_prebuilt_graph_checked():
     rng = np.random.default_rng(3)
-    X = rng.random((40, 5))
-    y = np.full(40, -1)
+    X = rng.random((10, 5))
+    y = np.full(10, -1)
     y[:4] = [0, 1, 0, 1]
     clf = KernelLapSVMClassifier().fit(X, y)
-    assert clf.graph_.n_samples_fit_ == 40 and clf.graph_.n_neighbors == 39
-    g = KNNGraph(n_neighbors=5).fit(X[:30])
-    with pytest.raises(ValueError, match="built on 30 rows"):
+    assert clf.graph_.n_samples_fit_ == 10 and clf.graph_.n_neighbors == 9
+    g = KNNGraph(n_neighbors=5).fit(X[:8])
+    with pytest.raises(ValueError, match="built on 8 rows"):
         KernelLapSVMClassifier(graph=g).fit(X, y)
 
 

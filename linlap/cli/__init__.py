@@ -104,9 +104,10 @@ def build_parser():
                         "the texts, labeled and unlabeled (PPMI word vectors; "
                         "linlap.text.EmbeddedTfidfVectorizer); 0 = off (default)")
     g = fit.add_argument_group("graph")
-    g.add_argument("--n-neighbors", type=_int_arg(1), default=50, metavar="K",
-                   help="neighbours per document (default 50, capped at the non-empty "
-                        "documents - 1)")
+    g.add_argument("--n-neighbors", type=_int_arg(1), default=None, metavar="K",
+                   help="neighbours per document (default 50, at most a tenth of the "
+                        "non-empty documents but at least 10; any K is capped at the "
+                        "non-empty documents - 1)")
     g.add_argument("--power", type=_int_arg(1), default=5, metavar="P",
                    help="power of the Laplacian (default 5)")
     g.add_argument("--weight", choices=("cosine", "heat", "binary"), default="cosine",
@@ -189,8 +190,9 @@ def build_parser():
                     help="labels to draw (default 50 for convergence and path, "
                          "10,20,50,100,200,400 for labels; convergence and path use the "
                          "first value)")
-    pl.add_argument("--n-neighbors", type=_int_arg(1), default=50, metavar="K",
-                    help="neighbours of the graph (default 50, capped by the documents)")
+    pl.add_argument("--n-neighbors", type=_int_arg(1), default=None, metavar="K",
+                    help="neighbours of the graph (default 50, at most a tenth of the "
+                         "documents but at least 10; any K is capped by the documents)")
     pl.add_argument("--seed", type=_seed_arg, default=0,
                     help="seed of the label draws and the graph search")
     _add_input_options(pl)

@@ -25,8 +25,12 @@ __all__ = ["SemiSupervisedMixin", "LinearLapClassifier", "store_params", "resolv
            "DEFAULT_N_NEIGHBORS", "SCALED_GAMMA_I", "scaled_gamma_I", "SCALED_GAMMA_A",
            "SCALED_GAMMA_A_ROWS", "scaled_gamma_A"]
 
-#: k of the graph an estimator builds when none is given (capped at n - 1).
+#: k of the graph an estimator builds when none is given (see default_n_neighbors).
 DEFAULT_N_NEIGHBORS = KNNGraph().n_neighbors
+#: the smallest k default_n_neighbors caps the default at (rows permitting).
+MIN_DEFAULT_N_NEIGHBORS = 10
+#: random_state of the graph an estimator builds when none is given.
+DEFAULT_GRAPH_SEED = 0
 
 #: γ_I times the labeled rows per class, for ``gamma_I='scaled'`` (see scaled_gamma_I).
 SCALED_GAMMA_I = 500.0
@@ -128,6 +132,8 @@ def check_labels(y, marker):
         if len(kinds) > 1:
             raise ValueError(f"y mixes label types {sorted(k.__name__ for k in kinds)}; "
                              f"use one type (the unlabeled marker is {marker!r}).")
+        if not text:  # numbers or bools held as objects (y with None or NaN markers)
+            y_lab = np.asarray(y_lab.tolist())
     if y_lab.dtype.kind == "f" or (y_lab.dtype == object and isinstance(y_lab[0], float)):
         bad = ~np.isfinite(y_lab.astype(float))
         if bad.any():
@@ -167,23 +173,70 @@ def check_finite_scores(scores):
     return scores
 
 
+def default_n_neighbors(n_docs):
+    """k of the default graph on ``n_docs`` non-empty rows: 50, at most a tenth of the
+    rows (at least 10) and fewer than the rows. On a few hundred documents a 50-NN graph
+    is nearly complete, and L^5 of it flattens every decision value toward one class."""
+    return min(DEFAULT_N_NEIGHBORS, max(MIN_DEFAULT_N_NEIGHBORS, n_docs // 10), n_docs - 1)
+
+
+def check_predict_X(est, X):
+    """X for the ``predict`` of a wrapper over a fitted inner estimator: checked against
+    the wrapper's own fit (feature names and count, scikit-learn's ``reset=False``) and
+    handed on as an array, so that the inner estimator — fitted on the checked array —
+    sees what it was fitted on. A dask X is handed on as it is."""
+    if is_dask_array(X):
+        return X
+    return validate_data(est, X, accept_sparse="csr", dtype=None, ensure_all_finite=False,
+                         reset=False)
+
+
+def labeled_score(est, X, y, marker, sample_weight=None):
+    """Mean accuracy of ``est.predict`` on the rows of (X, y) whose label is not the
+    unlabeled ``marker``: a semi-supervised y scored on its labels (scikit-learn's
+    ``cross_val_score`` and ``GridSearchCV`` pass the y the model is fitted with)."""
+    from sklearn.metrics import accuracy_score
+    from sklearn.utils import _safe_indexing
+
+    y = column_or_1d(y, warn=True)
+    check_consistent_length(X, y)
+    keep = np.flatnonzero(~marker_mask(y, marker))
+    if keep.size == 0:
+        raise ValueError(f"score needs labeled rows: every entry of y equals the unlabeled "
+                         f"marker {marker!r}.")
+    weights = None if sample_weight is None else _safe_indexing(
+        column_or_1d(sample_weight), keep)
+    return accuracy_score(y[keep], est.predict(_safe_indexing(X, keep)),
+                          sample_weight=weights)
+
+
 def capped_n_neighbors(X, n_neighbors=None):
-    """``n_neighbors`` (None: the default 50) capped at the non-empty rows of X minus one
-    (empty rows are isolated nodes: they count as no one's neighbour)."""
+    """``n_neighbors`` capped at the non-empty rows of X minus one (empty rows are isolated
+    nodes: they count as no one's neighbour); None: :func:`default_n_neighbors`."""
     docs = count_nonempty_rows(X)
     if docs < 2:
         raise ValueError(f"X has {docs} non-empty rows: the graph needs at least 2 "
                          f"rows with a nonzero entry.")
-    return min(DEFAULT_N_NEIGHBORS if n_neighbors is None else n_neighbors, docs - 1)
+    if n_neighbors is None:
+        return default_n_neighbors(docs)
+    return min(n_neighbors, docs - 1)
 
 
-def resolve_graph(graph, X, verbose=0):
+def default_graph(X, verbose=0, random_state=DEFAULT_GRAPH_SEED):
+    """The unfitted graph an estimator builds on X when given none: ``KNNGraph`` with k
+    from :func:`capped_n_neighbors` and a fixed seed (above 50,000 rows the search is
+    randomised: the same X gives the same model)."""
+    return KNNGraph(n_neighbors=capped_n_neighbors(X), random_state=random_state,
+                    verbose=bool(verbose))
+
+
+def resolve_graph(graph, X, verbose=0, random_state=DEFAULT_GRAPH_SEED):
     """The fitted graph of the rows of X: ``graph`` itself when fitted on them (shared, not
-    rebuilt), else a fit of a copy of it, or of the default ``KNNGraph`` (k capped by the
-    non-empty rows) when ``graph`` is None."""
+    rebuilt), else a fit of a copy of it, or of :func:`default_graph` when ``graph`` is
+    None."""
     n = X.shape[0]
     if graph is None:  # KNNGraph itself warns about the empty rows
-        return KNNGraph(n_neighbors=capped_n_neighbors(X), verbose=bool(verbose)).fit(X)
+        return default_graph(X, verbose, random_state).fit(X)
     graph = clone(graph)  # a fitted graph clones to itself: shared, not rebuilt
     if getattr(graph, "adjacency_", None) is not None and hasattr(graph, "n_samples_fit_"):
         if graph.n_samples_fit_ != n:
@@ -230,6 +283,27 @@ class SemiSupervisedMixin:
     def _check_labels(self, y):
         """:func:`check_labels` with this estimator's ``unlabeled`` marker."""
         return check_labels(y, self.unlabeled)
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on the labeled rows of (X, y).
+
+        Rows of ``y`` equal to ``unlabeled`` are left out, so that a semi-supervised
+        ``y`` — what ``cross_val_score`` and ``GridSearchCV`` pass back for scoring — is
+        scored on its labels only (scikit-learn's ``ClassifierMixin.score`` would count
+        each such row as an error).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            True labels; rows equal to ``unlabeled`` are not scored.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        score : float
+        """
+        return labeled_score(self, X, y, self.unlabeled, sample_weight)
 
     def _balance_targets(self, classes, y_idx, n_unlabeled):
         """Wanted mean decision value r per target column, or None."""

@@ -85,7 +85,7 @@ def fit_on_dask(est, X, y):
     """The body of ``LinearLapClassifier.fit`` for a dask array X (see the module doc)."""
     from ..graph import KNNGraph
     from ..solvers._problem import pm1_targets
-    from ._base import DEFAULT_N_NEIGHBORS
+    from ._base import DEFAULT_GRAPH_SEED, default_n_neighbors
 
     est._check_params()
     reason = est._dask_unsupported()
@@ -122,8 +122,9 @@ def fit_on_dask(est, X, y):
                                  f"least 2 rows with a nonzero entry.")
             # k and the SVD's components capped by the non-empty rows, as in memory
             default = KNNGraph()
-            graph = KNNGraph(n_neighbors=min(DEFAULT_N_NEIGHBORS, n_nonempty - 1),
-                             n_components=min(default.n_components, n_nonempty, d))
+            graph = KNNGraph(n_neighbors=default_n_neighbors(n_nonempty),
+                             n_components=min(default.n_components, n_nonempty, d),
+                             random_state=DEFAULT_GRAPH_SEED)
         graph = fit_graph(graph, X, client=client, verbose=bool(est.verbose))
     targets = pm1_targets(y_idx, classes.size)
     est._set_gammas(X, y_idx, labeled_rows, graph)  # 'auto' was refused: X unread

@@ -148,7 +148,7 @@ class LaplacianSpectralClustering(ClusterMixin, TransformerMixin, BaseEstimator)
         check_graph_param(self)
 
     def _fit_graph(self, X):
-        return resolve_graph(self.graph, X, self.verbose)
+        return resolve_graph(self.graph, X, self.verbose, self.random_state)
 
     def fit(self, X, y=None):
         """Cluster the rows of X.

@@ -39,7 +39,8 @@ from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.grid import laprls_grid, lapsvm_grid
 from ..solvers.laprls import laprls_linear
-from ._base import SemiSupervisedMixin, capped_n_neighbors, resolve_graph, store_params
+from ._base import (SemiSupervisedMixin, capped_n_neighbors, check_predict_X, default_graph,
+                    resolve_graph, store_params)
 from .linear import LapRLSClassifier, LapSVMClassifier
 
 __all__ = ["LapRLSClassifierCV", "LapSVMClassifierCV", "select_gamma_I",
@@ -338,8 +339,8 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
                     and self.graph.n_neighbors >= kmax:
                 parent = resolve_graph(self.graph, X, self.verbose)
             if parent is None:
-                params = ({"verbose": bool(self.verbose)} if self.graph is None else
-                          self.graph.get_params(deep=False))
+                params = (default_graph(X, self.verbose) if self.graph is None else
+                          self.graph).get_params(deep=False)
                 parent = KNNGraph(**dict(params, n_neighbors=kmax)).fit(X)
             for k in listed:
                 graphs[k] = parent if k == parent.n_neighbors else parent.subgraph(k)
@@ -506,7 +507,7 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Decision values of ``best_estimator_`` (X checked as it checks it)."""
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.decision_function(X)
+        return self.best_estimator_.decision_function(check_predict_X(self, X))
 
 
 class LapRLSClassifierCV(_GridCV):

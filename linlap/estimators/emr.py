@@ -16,8 +16,8 @@ from .._validation import check_graph_param, check_positive_int, check_tol, chec
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
-from ._base import (capped_n_neighbors, check_in_memory, scaled_gamma_A, scaled_gamma_I,
-                    store_params)
+from ._base import (check_in_memory, check_predict_X, default_graph, labeled_score,
+                    scaled_gamma_A, scaled_gamma_I, store_params)
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
 
@@ -59,7 +59,7 @@ def candidate_graphs(X, candidates, graph=None):
             raise ValueError(f"candidates grid keys must be among {list(_GRID_KEYS)}, "
                              f"got {unknown}.")
         # the default search: k capped by the non-empty rows, as the estimators' own
-        base = KNNGraph(n_neighbors=capped_n_neighbors(X)) if graph is None else graph
+        base = default_graph(X) if graph is None else graph
         if not isinstance(base, KNNGraph):
             raise ValueError(f"graph must be None or a linlap.KNNGraph, got "
                              f"{type(base).__name__}.")
@@ -419,6 +419,9 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         if not kernel:
             self.coef_ = est.coef_
             self.intercept_ = est.intercept_
+        else:  # a refit with a kernel base forgets an earlier linear fit's weights
+            self.__dict__.pop("coef_", None)
+            self.__dict__.pop("intercept_", None)
         self.fit_time_ = {"search": t_search, "graphs": t_graphs, "fits": t_fits,
                           "total": time.perf_counter() - t_start}
         return self
@@ -426,9 +429,15 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Decision values of the base estimator fitted with the learned graph."""
         check_is_fitted(self, "estimator_")
-        return self.estimator_.decision_function(X)
+        return self.estimator_.decision_function(check_predict_X(self, X))
 
     def predict(self, X):
         """Class labels of X."""
         check_is_fitted(self, "estimator_")
-        return self.estimator_.predict(X)
+        return self.estimator_.predict(check_predict_X(self, X))
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on the labeled rows of ``y`` (rows equal to the estimator's
+        ``unlabeled`` marker are left out; see :func:`linlap.estimators.labeled_score`)."""
+        check_is_fitted(self, "estimator_")
+        return labeled_score(self, X, y, self.estimator_.unlabeled, sample_weight)

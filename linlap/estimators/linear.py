@@ -50,7 +50,9 @@ class LapRLSClassifier(LinearLapClassifier):
         the class-balance constraint is not used by the selection. The fitted value is
         ``gamma_I_``.
     graph : KNNGraph or None, default=None
-        The document graph. None builds ``KNNGraph()`` on X (with k capped at the non-empty rows − 1).
+        The document graph. None builds ``KNNGraph(random_state=0)`` on X with k = 50,
+        at most a tenth of the non-empty rows but at least 10, and below their number
+        (on a few hundred documents a 50-NN graph is nearly complete and flattens f).
         An unfitted KNNGraph is fitted on X (a copy; the parameter is not changed);
         a fitted one is reused as is — build it once on all training rows and pass it
         to as many estimators as you like.

@@ -215,8 +215,10 @@ def _penalised_bias_qp(Q, C, s, kappa, tol, max_iter):
     def negative_outer(b):
         p = 1.0 - b * s
         beta, it, ok = _box_qp(Q, C, p, state["beta"].copy(), tol, max_iter)
-        state.update(beta=beta, sweeps=state["sweeps"] + it, ok=state["ok"] and ok)
-        return kappa * b * b - (0.5 * beta @ (Q @ beta) - p @ beta)
+        value = kappa * b * b - (0.5 * beta @ (Q @ beta) - p @ beta)
+        state.update(beta=beta, sweeps=state["sweeps"] + it, ok=state["ok"] and ok,
+                     value=value)
+        return value
 
     b = float(minimize_scalar(negative_outer, bracket=(-1.0, 1.0), tol=1e-10).x)
     negative_outer(b)  # the box QP at the b returned
@@ -226,8 +228,8 @@ def _penalised_bias_qp(Q, C, s, kappa, tol, max_iter):
         beta = state["beta"]
         free = (beta > 1e-12 * C) & (beta < C * (1 - 1e-12))
         dbeta = np.zeros_like(beta)
-        if free.any():
-            dbeta[free] = -np.linalg.solve(Q[np.ix_(free, free)], s[free])
+        if free.any():  # least squares: duplicated documents make Q_FF singular
+            dbeta[free] = -np.linalg.lstsq(Q[np.ix_(free, free)], s[free], rcond=None)[0]
         slope = s @ dbeta - 2.0 * kappa
         if slope < 0:
             b_new = b - (s @ beta - 2.0 * kappa * b) / slope
@@ -235,9 +237,9 @@ def _penalised_bias_qp(Q, C, s, kappa, tol, max_iter):
             negative_outer(b_new)
             same = np.array_equal(state["beta"] > 1e-12 * C, beta > 1e-12 * C) and \
                 np.array_equal(state["beta"] < C * (1 - 1e-12), beta < C * (1 - 1e-12))
-            if same:
+            if same and state["value"] <= kept["value"]:
                 b = b_new
-            else:  # the active set changed: keep Brent's point
+            else:  # the active set changed (or no gain): keep Brent's point
                 state.update(kept)
     return state["beta"], b, state["sweeps"], state["ok"]
 
