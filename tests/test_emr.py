@@ -305,9 +305,9 @@ def test_unfitted_list_shares_one_search(data):
 def test_default_candidates_on_few_rows_and_graph_checked():
     from linlap.datasets import make_text_corpus
 
-    X, y = make_text_corpus(10, n_features=300, random_state=0)
+    X, y = make_text_corpus(5, n_features=300, random_state=0)
     ys = mask_labels(y, 4, random_state=0)
-    emr = EMRClassifier(max_iter=2).fit(X, ys)  # k capped at 9, as LapRLSClassifier()'s
-    assert all(g.n_neighbors == 9 for g in emr.graphs_)
+    emr = EMRClassifier(max_iter=2).fit(X, ys)  # k capped at 4, as LapRLSClassifier()'s
+    assert all(g.n_neighbors == 4 for g in emr.graphs_)
     with pytest.raises(ValueError, match="graph"):
         EMRClassifier(candidates=[KNNGraph(n_neighbors=5)], graph="not a graph").fit(X, ys)

@@ -495,12 +495,12 @@ def test_numbers_held_as_objects_are_labels(labels, marker):
 def test_default_graph_is_seeded_and_sized_to_the_rows():
     from linlap.estimators._base import default_graph, default_n_neighbors
 
-    # a tenth of the documents, at least 10, at most 50 and fewer than the documents
-    assert [default_n_neighbors(n) for n in (5, 60, 120, 499, 500, 10**6)] == \
-        [4, 10, 12, 49, 50, 50]
+    # a twentieth of the documents, at least 5, at most 50 and fewer than the documents
+    assert [default_n_neighbors(n) for n in (3, 60, 250, 999, 1000, 10**6)] == \
+        [2, 5, 12, 49, 50, 50]
     X, y = blobs(n=200, seed=2)
     est = LapRLSClassifier().fit(X, semi(y, 20))
-    assert est.graph_.n_neighbors == 20
+    assert est.graph_.n_neighbors == 10
     # above exact_max_samples the search is randomised: the default graph has a seed
     assert default_graph(X).random_state == 0
 

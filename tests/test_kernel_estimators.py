@@ -166,7 +166,7 @@ def test_graph_built_when_none_and_prebuilt_graph_checked():
     y = np.full(10, -1)
     y[:4] = [0, 1, 0, 1]
     clf = KernelLapSVMClassifier().fit(X, y)
-    assert clf.graph_.n_samples_fit_ == 10 and clf.graph_.n_neighbors == 9
+    assert clf.graph_.n_samples_fit_ == 10 and clf.graph_.n_neighbors == 5
     g = KNNGraph(n_neighbors=5).fit(X[:8])
     with pytest.raises(ValueError, match="built on 8 rows"):
         KernelLapSVMClassifier(graph=g).fit(X, y)

@@ -309,9 +309,9 @@ def test_grid_k_none_and_its_value_share_one_graph(monkeypatch):
     fit = KNNGraph.fit
     monkeypatch.setattr(KNNGraph, "fit",
                         lambda self, X, y=None: built.append(self.n_neighbors) or fit(self, X))
-    # None: the default k, 10 on 60 rows (a tenth of them, at least 10)
-    LapRLSClassifierCV(n_neighbors=[None, 10], gamma_A=[1e-2], gamma_I=[1.0], cv=2).fit(X, ys)
-    assert built == [10]
+    # None: the default k, 5 on 60 rows (a twentieth of them, at least 5)
+    LapRLSClassifierCV(n_neighbors=[None, 5], gamma_A=[1e-2], gamma_I=[1.0], cv=2).fit(X, ys)
+    assert built == [5]
 
 
 def test_grid_subgraphs_equal_their_own_searches():

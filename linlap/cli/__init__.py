@@ -105,8 +105,8 @@ def build_parser():
                         "linlap.text.EmbeddedTfidfVectorizer); 0 = off (default)")
     g = fit.add_argument_group("graph")
     g.add_argument("--n-neighbors", type=_int_arg(1), default=None, metavar="K",
-                   help="neighbours per document (default 50, at most a tenth of the "
-                        "non-empty documents but at least 10; any K is capped at the "
+                   help="neighbours per document (default 50, at most a twentieth of the "
+                        "non-empty documents but at least 5; any K is capped at the "
                         "non-empty documents - 1)")
     g.add_argument("--power", type=_int_arg(1), default=5, metavar="P",
                    help="power of the Laplacian (default 5)")
@@ -191,8 +191,8 @@ def build_parser():
                          "10,20,50,100,200,400 for labels; convergence and path use the "
                          "first value)")
     pl.add_argument("--n-neighbors", type=_int_arg(1), default=None, metavar="K",
-                    help="neighbours of the graph (default 50, at most a tenth of the "
-                         "documents but at least 10; any K is capped by the documents)")
+                    help="neighbours of the graph (default 50, at most a twentieth of the "
+                         "documents but at least 5; any K is capped by the documents)")
     pl.add_argument("--seed", type=_seed_arg, default=0,
                     help="seed of the label draws and the graph search")
     _add_input_options(pl)

@@ -28,7 +28,7 @@ __all__ = ["SemiSupervisedMixin", "LinearLapClassifier", "store_params", "resolv
 #: k of the graph an estimator builds when none is given (see default_n_neighbors).
 DEFAULT_N_NEIGHBORS = KNNGraph().n_neighbors
 #: the smallest k default_n_neighbors caps the default at (rows permitting).
-MIN_DEFAULT_N_NEIGHBORS = 10
+MIN_DEFAULT_N_NEIGHBORS = 5
 #: random_state of the graph an estimator builds when none is given.
 DEFAULT_GRAPH_SEED = 0
 
@@ -174,10 +174,11 @@ def check_finite_scores(scores):
 
 
 def default_n_neighbors(n_docs):
-    """k of the default graph on ``n_docs`` non-empty rows: 50, at most a tenth of the
-    rows (at least 10) and fewer than the rows. On a few hundred documents a 50-NN graph
-    is nearly complete, and L^5 of it flattens every decision value toward one class."""
-    return min(DEFAULT_N_NEIGHBORS, max(MIN_DEFAULT_N_NEIGHBORS, n_docs // 10), n_docs - 1)
+    """k of the default graph on ``n_docs`` non-empty rows: a twentieth of them, at least
+    5 and at most 50, and fewer than the rows (``bench/small.py``: on a few hundred
+    documents a 50-NN graph is nearly complete, and L^5 of it flattens every decision
+    value toward one class)."""
+    return min(DEFAULT_N_NEIGHBORS, max(MIN_DEFAULT_N_NEIGHBORS, n_docs // 20), n_docs - 1)
 
 
 def check_predict_X(est, X):

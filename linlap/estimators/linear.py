@@ -51,7 +51,7 @@ class LapRLSClassifier(LinearLapClassifier):
         ``gamma_I_``.
     graph : KNNGraph or None, default=None
         The document graph. None builds ``KNNGraph(random_state=0)`` on X with k = 50,
-        at most a tenth of the non-empty rows but at least 10, and below their number
+        at most a twentieth of the non-empty rows but at least 5, and below their number
         (on a few hundred documents a 50-NN graph is nearly complete and flattens f).
         An unfitted KNNGraph is fitted on X (a copy; the parameter is not changed);
         a fitted one is reused as is — build it once on all training rows and pass it
