@@ -178,6 +178,10 @@ def cos_to_dist(cos):
     return np.sqrt(d2)
 
 
+#: similarities this close count as tied in the exact search (then the lower index wins)
+TIE_TOL = 1e-12
+
+
 def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
     """Exact k nearest neighbours of ``X[rows]`` among all rows of X.
 
@@ -186,8 +190,9 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
     Returns ``(indices, distances)`` of shape (len(rows), k), sorted by
     increasing distance d = sqrt(max(0, 2 - 2 cos)), ties by index (the lowest
     indices among rows tied with the k-th neighbour, so that a smaller k keeps a
-    prefix; except rows at similarity 0 — sharing no term with the query — which fill
-    the last places in an unspecified choice).
+    prefix; similarities within ``TIE_TOL`` are ties, so dense and CSR X give the same
+    neighbours; except rows at similarity 0 — sharing no term with the query — which
+    fill the last places in an unspecified choice).
     Memory is bounded by ``EXACT_MEMORY_BUDGET`` (the dense block of
     similarities), whatever n is.
     """
@@ -221,15 +226,19 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         # more rows tie than fit, keep the lowest indices (as a smaller k would). Not for
         # a k-th similarity of 0 (rows sharing no term, often thousands of them on short
         # texts: sorting those out doubled the search)
+        # Ties are similarities within TIE_TOL: equal cosines come out of the dense and
+        # the sparse product (or another row order) a few ulps apart.
         kth = sims.min(axis=1)
         tied = np.zeros(b, dtype=bool)
-        if np.any(kth > 0):  # one pass over the block (no copy of its rows)
-            tied = (kth > 0) & (np.count_nonzero(S >= kth[:, None], axis=1) > k)
+        if np.any(kth > TIE_TOL):  # one pass over the block (no copy of its rows)
+            tied = (kth > TIE_TOL) & (
+                np.count_nonzero(S >= (kth - TIE_TOL)[:, None], axis=1) > k)
         for i in np.flatnonzero(tied):
-            above = np.flatnonzero(S[i] > kth[i])
-            cand = np.r_[above, np.flatnonzero(S[i] == kth[i])[:k - above.size]]
+            above = np.flatnonzero(S[i] > kth[i] + TIE_TOL)
+            band = np.flatnonzero(np.abs(S[i] - kth[i]) <= TIE_TOL)
+            cand = np.r_[above, band[:k - above.size]]
             top[i], sims[i] = cand, S[i, cand]
-        order = np.lexsort((top, -sims), axis=-1)
+        order = np.lexsort((top, -np.round(sims / TIE_TOL)), axis=-1)
         top = np.take_along_axis(top, order, axis=1)
         sims = np.take_along_axis(sims, order, axis=1)
         ind[start:start + b] = top
