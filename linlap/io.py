@@ -9,18 +9,23 @@ line or row, which the command prints as one ``linlap: error: ...`` line.
 
 Labels are returned as strings (``None`` for an unlabeled row), whatever the format,
 so that a model fit on one format evaluates on another.
+
+A path ``'-'`` reads standard input (its format must be given: JSON-lines, CSV or
+svmlight); messages call it ``<stdin>``.
 """
 
+import contextlib
 import csv
 import json
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 __all__ = ["Batch", "FORMATS", "detect_format", "iter_batches", "read_all",
-           "SVMLIGHT_UNLABELED"]
+           "unlabeled_marker", "SVMLIGHT_UNLABELED"]
 
 FORMATS = ("auto", "jsonl", "csv", "svmlight", "dir")
 
@@ -39,13 +44,23 @@ _SUFFIXES = {
 }
 
 
+class _Stdin(str):
+    """The name of standard input in messages; the readers open stdin for it (a type of
+    its own, so that a file named like it is still a file)."""
+
+
+STDIN = _Stdin("<stdin>")
+
+
 @dataclass
 class Batch:
     """A chunk of input rows.
 
     data : list of str (text formats) or scipy.sparse.csr_matrix (svmlight)
     labels : list of (str or None); None = unlabeled (or no label column)
-    ids : list of str; file names for ``dir`` input, else the 1-based line/row number
+    ids : list of str; for ``dir`` input the file's path relative to the directory;
+        else the 1-based line number (JSON-lines, svmlight) or row number after the
+        header (CSV)
     """
     data: object
     labels: list
@@ -56,12 +71,18 @@ class Batch:
 
 
 def detect_format(path, fmt="auto"):
-    """Return the concrete format of ``path`` (``fmt`` unless it is 'auto')."""
+    """Return the concrete format of ``path`` (``fmt`` unless it is 'auto'; ``'-'``,
+    standard input, needs a file format)."""
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ValueError(f"{path}: no such file or directory")
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if path == "-":
+        if fmt in ("auto", "dir"):
+            raise ValueError("standard input ('-'): give its format with --format jsonl, "
+                             "csv or svmlight")
+        return fmt
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: no such file or directory")
     if fmt != "auto":
         if (fmt == "dir") != os.path.isdir(path):
             what = "is a directory" if os.path.isdir(path) else "is not a directory"
@@ -82,8 +103,11 @@ def detect_format(path, fmt="auto"):
 
 
 def _decoded_lines(path):
-    """Yield (line_number, str) from a file, refusing non-UTF-8 bytes with the line."""
-    with open(path, "rb") as fh:
+    """Yield (line_number, str) from a file (or :data:`STDIN`), refusing non-UTF-8 bytes
+    with the line."""
+    opened = contextlib.nullcontext(sys.stdin.buffer) if isinstance(path, _Stdin) \
+        else open(path, "rb")
+    with opened as fh:
         first = True
         for number, raw in enumerate(fh, start=1):
             if first and raw.startswith(b"\xef\xbb\xbf"):
@@ -95,6 +119,16 @@ def _decoded_lines(path):
                 raise ValueError(f"{path}, line {number}: not valid UTF-8 text (byte "
                                  f"{raw[exc.start]:#04x} at column {exc.start + 1}); "
                                  f"re-encode the file as UTF-8") from None
+
+
+def _old_mac_line_ends(line):
+    """Why ``line`` is unreadable if it holds carriage returns that end no line of their
+    own: old Mac (CR-only) line endings, with which the whole file reads as one line
+    ('' if it has none)."""
+    if "\r" not in line.rstrip("\r\n"):
+        return ""
+    return ("the file's lines end in a carriage return alone (old Mac line endings); "
+            "convert them to newlines, e.g. with tr '\\r' '\\n'")
 
 
 def _normalise_label(value, unlabeled):
@@ -151,9 +185,19 @@ def _iter_jsonl(path, text_column, label_column, unlabeled, chunk_size, need_lab
     for number, line in _decoded_lines(path):
         if not line.strip():
             continue
+        if not seen and line.lstrip().startswith("["):
+            raise ValueError(f"{path}: this is a JSON array; linlap reads one JSON object "
+                             f"per line (JSON lines): convert it, e.g. with "
+                             f"jq -c '.[]' < {path} > data.jsonl")
         seen = True
-        text, label, has_label = _jsonl_record(path, number, line, text_column,
-                                               label_column, unlabeled)
+        try:
+            text, label, has_label = _jsonl_record(path, number, line, text_column,
+                                                   label_column, unlabeled)
+        except ValueError as exc:
+            cause = _old_mac_line_ends(line)
+            if cause:
+                raise ValueError(f"{exc}; {cause}") from None
+            raise
         has_label_field = has_label_field or has_label
         texts.append(text)
         labels.append(label)
@@ -174,12 +218,17 @@ def _iter_csv(path, text_column, label_column, unlabeled, chunk_size, need_label
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     delimiter = "\t" if path.lower().endswith(".tsv") else ","
     lines = _decoded_lines(path)
-    line_no = [0]
+    line_no, last_line = [0], [""]
 
     def text_lines():
         for number, line in lines:
-            line_no[0] = number
+            line_no[0], last_line[0] = number, line
             yield line
+
+    def bad_csv(exc):
+        cause = _old_mac_line_ends(last_line[0])  # instead of Python's hint, which misleads
+        return ValueError(f"{path}, line {line_no[0]}: bad CSV: {cause}" if cause else
+                          f"{path}, line {line_no[0]}: bad CSV ({exc})")
 
     # strict: an unclosed quote is an error, not a field that swallows the rest of the file
     reader = csv.reader(text_lines(), delimiter=delimiter, strict=True)
@@ -189,7 +238,7 @@ def _iter_csv(path, text_column, label_column, unlabeled, chunk_size, need_label
         raise ValueError(f"{path}: the file is empty (expected a header row with a "
                          f"{text_column!r} column)") from None
     except csv.Error as exc:
-        raise ValueError(f"{path}, line {line_no[0]}: bad CSV ({exc})") from None
+        raise bad_csv(exc) from None
     header = [h.strip() for h in header]
     if text_column not in header:
         raise ValueError(f"{path}: no {text_column!r} column (columns: "
@@ -207,7 +256,7 @@ def _iter_csv(path, text_column, label_column, unlabeled, chunk_size, need_label
         except StopIteration:
             break
         except csv.Error as exc:
-            raise ValueError(f"{path}, line {line_no[0]}: bad CSV ({exc})") from None
+            raise bad_csv(exc) from None
         row_no += 1
         if not row or (len(row) == 1 and not row[0].strip() and len(header) > 1):
             continue
@@ -237,15 +286,32 @@ def _svmlight_label(token):
     return str(int(value)) if value.is_integer() else repr(value)
 
 
+def unlabeled_marker(fmt, unlabeled_label, option="unlabeled_label"):
+    """The label value that marks an unlabeled row of ``fmt`` input, as its reader
+    compares labels (None: only empty or missing labels are unlabeled).
+
+    svmlight: ``unlabeled_label`` as a number written like the labels (``'-5.0'`` is
+    ``'-5'``), default ``'0'``; JSON-lines and CSV: the value stripped; a directory
+    takes none (its unlabeled documents are those in ``unlabeled/``). ``option`` names
+    the value in messages.
+    """
+    if unlabeled_label is None:
+        return SVMLIGHT_UNLABELED if fmt == "svmlight" else None
+    given = str(unlabeled_label).strip()
+    if fmt == "dir":
+        raise ValueError(f"{option}: a directory's unlabeled documents are the files in "
+                         f"its 'unlabeled/' folder; {option} applies to files only")
+    if fmt == "svmlight":
+        marker = _svmlight_label(given)
+        if marker is None:  # a value no svmlight label can equal
+            raise ValueError(f"{option} {given!r}: svmlight labels are numbers")
+        return marker
+    return given
+
+
 def _iter_svmlight(path, unlabeled, chunk_size, n_features):
     import scipy.sparse as sp
 
-    if unlabeled is None:
-        unlabeled = SVMLIGHT_UNLABELED
-    else:
-        given, unlabeled = unlabeled, _svmlight_label(unlabeled)
-        if unlabeled is None:  # a value no svmlight label can equal
-            raise ValueError(f"unlabeled label {given!r}: svmlight labels are numbers")
     labels, ids, indptr, indices, values = [], [], [0], [], []
     max_index = -1
     seen = False
@@ -299,40 +365,62 @@ def _iter_svmlight(path, unlabeled, chunk_size, n_features):
         yield flush()
 
 
+def _visible(names):
+    """``names`` in name order, without the hidden ones (starting with '.')."""
+    return sorted(name for name in names if not name.startswith("."))
+
+
+def _dir_files(path, need_labels, unlabeled_dir):
+    """``(file, label)`` of the documents of a directory, in this order: the files
+    directly in it (read only when labels are not needed: they have no class), then
+    each sub-folder in name order, a folder's files in name order before its own
+    sub-folders. Hidden files and folders (names starting with '.') are skipped."""
+    names = _visible(os.listdir(path))
+    is_folder = {name: os.path.isdir(os.path.join(path, name)) for name in names}
+    folders = [name for name in names if is_folder[name]]
+    files = [name for name in names if not is_folder[name]]
+    if need_labels:
+        if not folders:
+            raise ValueError(f"{path}: no sub-folders; expected one folder of text files "
+                             f"per class (and optionally {unlabeled_dir}/)")
+        if files:
+            warnings.warn(f"{path}: {len(files)} file(s) directly in the directory are "
+                          f"not read (e.g. {files[0]!r}): documents with labels are in "
+                          f"the class folders, unlabeled ones in {unlabeled_dir}/",
+                          UserWarning, stacklevel=2)
+    else:
+        for name in files:
+            yield os.path.join(path, name), None
+    for entry in folders:
+        label = None if entry == unlabeled_dir else entry
+        for root, dirs, sub_files in os.walk(os.path.join(path, entry)):
+            dirs[:] = _visible(dirs)
+            for name in _visible(sub_files):
+                yield os.path.join(root, name), label
+
+
 def _iter_dir(path, chunk_size, need_labels, unlabeled_dir="unlabeled"):
-    entries = sorted(e for e in os.listdir(path) if os.path.isdir(os.path.join(path, e))
-                     and not e.startswith("."))
-    if not entries:
-        raise ValueError(f"{path}: no sub-folders; expected one folder of text files per "
-                         f"class (and optionally {unlabeled_dir}/)")
     texts, labels, ids = [], [], []
     total = 0
-    for entry in entries:
-        folder = os.path.join(path, entry)
-        label = None if entry == unlabeled_dir else entry
-        for root, dirs, files in os.walk(folder):
-            dirs.sort()
-            for name in sorted(files):
-                if name.startswith("."):
-                    continue
-                file = os.path.join(root, name)
-                with open(file, "rb") as fh:
-                    raw = fh.read()
-                try:
-                    text = raw.decode("utf-8-sig")
-                except UnicodeDecodeError as exc:
-                    raise ValueError(f"{file}: not valid UTF-8 text (byte "
-                                     f"{raw[exc.start]:#04x} at offset {exc.start}); "
-                                     f"re-encode the file as UTF-8") from None
-                texts.append(text)
-                labels.append(label)
-                ids.append(os.path.relpath(file, path))
-                total += 1
-                if len(texts) >= chunk_size:
-                    yield Batch(texts, labels, ids)
-                    texts, labels, ids = [], [], []
+    for file, label in _dir_files(path, need_labels, unlabeled_dir):
+        with open(file, "rb") as fh:
+            raw = fh.read()
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{file}: not valid UTF-8 text (byte "
+                             f"{raw[exc.start]:#04x} at offset {exc.start}); "
+                             f"re-encode the file as UTF-8") from None
+        texts.append(text)
+        labels.append(label)
+        ids.append(os.path.relpath(file, path))
+        total += 1
+        if len(texts) >= chunk_size:
+            yield Batch(texts, labels, ids)
+            texts, labels, ids = [], [], []
     if total == 0:
-        raise ValueError(f"{path}: the class folders hold no files")
+        raise ValueError(f"{path}: the class folders hold no files" if need_labels else
+                         f"{path}: no files (hidden ones, starting with '.', are skipped)")
     if texts:
         yield Batch(texts, labels, ids)
 
@@ -343,6 +431,9 @@ def iter_batches(path, fmt="auto", *, text_column="text", label_column="label",
 
     Parameters
     ----------
+    path : str or path-like
+        A file, a directory, or ``'-'``: standard input (with a ``fmt`` other than
+        'auto' and 'dir'; CSV from standard input is comma-separated).
     fmt : {'auto', 'jsonl', 'csv', 'svmlight', 'dir'}
         'auto' guesses from the suffix (.jsonl/.ndjson/.json, .csv/.tsv,
         .svm/.svmlight/.libsvm) or a directory.
@@ -350,19 +441,24 @@ def iter_batches(path, fmt="auto", *, text_column="text", label_column="label",
         Field/column names (JSON-lines, CSV).
     unlabeled_label : str or None
         An extra label value meaning "unlabeled". Text formats: an empty or missing
-        label is always unlabeled. svmlight: default ``'0'``.
+        label is always unlabeled. svmlight: default ``'0'``. Not for a directory
+        (see :func:`unlabeled_marker`).
     need_labels : bool
-        Refuse a CSV/JSON-lines file without the label column.
+        Refuse a CSV/JSON-lines file without the label column. A directory: True reads
+        its class folders and ``unlabeled/`` (files directly in it are skipped with a
+        warning); False reads every file, those directly in it first, then the
+        sub-folders' in name order.
     n_features : int or None
         svmlight: width of the matrices (features beyond it are ignored). None reads
         the whole file as one batch and uses the largest index + 1.
     """
     path = os.fspath(path)
     fmt = detect_format(path, fmt)
+    if path == "-":
+        path = STDIN
     if chunk_size < 1:
         raise ValueError("chunk size must be >= 1")
-    if unlabeled_label is not None:
-        unlabeled_label = str(unlabeled_label).strip()
+    unlabeled_label = unlabeled_marker(fmt, unlabeled_label)
     if fmt == "jsonl":
         return _iter_jsonl(path, text_column, label_column, unlabeled_label, chunk_size,
                            need_labels)
@@ -371,9 +467,6 @@ def iter_batches(path, fmt="auto", *, text_column="text", label_column="label",
                          need_labels)
     if fmt == "svmlight":
         return _iter_svmlight(path, unlabeled_label, chunk_size, n_features)
-    if unlabeled_label is not None:
-        raise ValueError(f"{path}: a directory's unlabeled documents are the ones in its "
-                         f"'unlabeled/' folder; an unlabeled label applies to files only")
     return _iter_dir(path, chunk_size, need_labels)
 
 

@@ -3,15 +3,17 @@
 A model file is a first line ``LINLAP-MODEL 2``, a JSON header line ::
 
     {"format": "linlap-model", "linlap_version": ..., "sklearn_version": ...,
-     "bytes": N, "sha256": ...}
+     "bytes": N, "sha256": ..., "metadata": {...}}
 
 and the joblib dump of the model: N bytes, to the end of the file, with their SHA-256.
 :func:`load` checks the header — the tag and both versions — and the length and
 checksum of the model bytes before it unpickles them: a file from another version is
 refused without running its pickle, and a truncated or damaged file is refused whether
 or not it was compressed. (Files of linlap's first format — a joblib dump of the
-header dict with the model in it — still load; they have no checksum.) Like every
-pickle-based format, a model file can run code when loaded: load only files you trust.
+header dict with the model in it — still load; they have no checksum. A file that
+starts neither with the first line nor with the bytes of a joblib dump, e.g. a text
+file, is refused without being unpickled.) Like every pickle-based format, a model
+file can run code when loaded: load only files you trust.
 """
 
 import copy
@@ -29,6 +31,16 @@ FORMAT_TAG = "linlap-model"
 #: first line of a model file
 MAGIC = b"LINLAP-MODEL 2\n"
 _HEADER_MAX = 4096  # bytes of the header line
+
+#: How a file of the first format (``joblib.dump(header_dict, fh, compress=...)``) can
+#: start: a binary pickle (protocol 2-5; joblib never writes the text protocols) or one
+#: of the streams of joblib's compressors (zlib, the default, with each of its
+#: compression-level flags; gzip, bz2, lzma, xz, lz4).
+_FIRST_FORMAT_STARTS = (
+    *(b"\x80" + bytes([protocol]) for protocol in range(2, 6)),
+    *(b"\x78" + flag for flag in (b"\x01", b"\x5e", b"\x9c", b"\xda")),
+    b"\x1f\x8b", b"BZh", b"\x5d\x00\x00", b"\xfd7zXZ\x00", b"\x04\x22\x4d\x18",
+)
 
 
 class _HashingWriter:
@@ -50,12 +62,12 @@ class _HashingWriter:
         return self.fh.tell()
 
 
-def _header_line(linlap_version, sklearn_version, size, sha256):
+def _header_line(linlap_version, sklearn_version, size, sha256, metadata):
     """The JSON header, the same length whatever the size and digest (it is written
     before the model with placeholders, then over them)."""
     return (json.dumps({"format": FORMAT_TAG, "linlap_version": linlap_version,
                         "sklearn_version": sklearn_version, "bytes": f"{size:020d}",
-                        "sha256": sha256}) + "\n").encode()
+                        "sha256": sha256, "metadata": metadata}) + "\n").encode()
 
 
 def _versions():
@@ -113,7 +125,7 @@ def _strip(model):
     return _strip_estimator(model)
 
 
-def save(model, path, *, keep_graph=False, compress=3):
+def save(model, path, *, keep_graph=False, compress=3, metadata=None):
     """Save a fitted model (a Pipeline or a bare estimator) to ``path``, atomically.
 
     The model is written to a temporary file in the destination directory, flushed
@@ -134,32 +146,51 @@ def save(model, path, *, keep_graph=False, compress=3):
         is not modified. ``keep_graph=True`` saves everything.
     compress : int, default=3
         joblib compression level.
+    metadata : dict or None, default=None
+        A few JSON values kept in the file's header line (at most about 4 kB in all),
+        returned by ``load(path, with_metadata=True)``. ``linlap fit`` records there
+        how it read its input (``{"unlabeled_label": ...}``).
     """
     import joblib
 
     linlap_version, sklearn_version = _versions()
+    metadata = {} if metadata is None else dict(metadata)
+    header = _header_line(linlap_version, sklearn_version, 0, "0" * 64, metadata)
+    if len(header) > _HEADER_MAX:  # load reads at most that much of the line
+        raise ValueError(f"the metadata take {len(header)} bytes of the header line, "
+                         f"more than its {_HEADER_MAX}")
     model = model if keep_graph else _strip(model)
     with atomic_write(path, prefix=".linlap-") as fh:
         fh.write(MAGIC)
         start = fh.tell()
-        fh.write(_header_line(linlap_version, sklearn_version, 0, "0" * 64))
+        fh.write(header)
         body = _HashingWriter(fh)
         joblib.dump(model, body, compress=compress)
         fh.seek(start)  # the header again, now with the length and digest
         fh.write(_header_line(linlap_version, sklearn_version, body.size,
-                              body.sha256.hexdigest()))
+                              body.sha256.hexdigest(), metadata))
 
 
-def load(path, *, check_versions=True):
+def load(path, *, check_versions=True, with_metadata=False):
     """Load a model written by :func:`save`.
 
     The header (format tag, versions) and the checksum of the model bytes are checked
     before the model is unpickled.
 
+    Parameters
+    ----------
+    path : str or path-like
+    check_versions : bool, default=True
+    with_metadata : bool, default=False
+        Return ``(model, metadata)``: the ``metadata`` dict given to :func:`save`
+        (empty for files saved without it).
+
     Raises
     ------
     ValueError
-        If the file is not a linlap model, is truncated or corrupt (its length or
+        If the file is not a linlap model (it is refused before anything is unpickled
+        unless it starts like a joblib dump, linlap's first format), is truncated or
+        corrupt (its length or
         SHA-256 differs from the header's), was written by an incompatible version
         (another scikit-learn major.minor release, or another linlap major version;
         ``check_versions=False`` skips that check, at your own risk), or its model
@@ -176,8 +207,20 @@ def load(path, *, check_versions=True):
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, not a model file")
     with open(path, "rb") as fh:
-        if fh.read(len(MAGIC)) != MAGIC:
-            return _load_first_format(path, check_versions)
+        head = fh.read(len(MAGIC))
+        if head != MAGIC:
+            if head.startswith(MAGIC[:-2]):  # "LINLAP-MODEL " and another version
+                raise ValueError(f"{path}: a model file of another format "
+                                 f"({head.decode(errors='replace').strip()!r}, this linlap "
+                                 f"reads {MAGIC.decode().strip()!r}); use the linlap "
+                                 f"version that wrote it, or refit the model")
+            if not _starts_like_a_model_file(head):
+                raise ValueError(f"{path}: not a linlap model file (it starts with neither "
+                                 f"the line {MAGIC.decode().strip()!r} nor the bytes of a "
+                                 f"joblib dump; save models with linlap.save or "
+                                 f"`linlap fit`)")
+            model, metadata = _load_first_format(path, check_versions), {}
+            return (model, metadata) if with_metadata else model
         header = _read_header(path, fh)
         if check_versions:
             _check_versions(path, header)
@@ -197,7 +240,7 @@ def load(path, *, check_versions=True):
             if check_versions:  # same major.minor: the patch releases may differ
                 warnings.simplefilter("ignore", InconsistentVersionWarning)
             try:
-                return joblib.load(fh)
+                model = joblib.load(fh)
             except MemoryError:
                 raise
             except Exception as exc:  # intact bytes: a class or module missing here
@@ -205,6 +248,24 @@ def load(path, *, check_versions=True):
                     raise
                 raise ValueError(f"{path}: the model could not be loaded "
                                  f"({_describe(exc)})") from None
+    metadata = header.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    return (model, metadata) if with_metadata else model
+
+
+def _starts_like_a_model_file(head):
+    """Whether the first bytes of a file are a model file's first line or those of a
+    joblib dump (the first format): the files :func:`load` unpickles."""
+    return head == MAGIC or head.startswith(_FIRST_FORMAT_STARTS)
+
+
+def _is_model_file(path):
+    """Whether ``path`` is a file :func:`load` would read as a model (by its start)."""
+    try:
+        with open(path, "rb") as fh:
+            return _starts_like_a_model_file(fh.read(len(MAGIC)))
+    except OSError:
+        return False
 
 
 def _describe(exc):

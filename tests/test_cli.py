@@ -437,7 +437,7 @@ def test_review_fixes_outputs_inputs_and_reports(tmp_path, capsys):
     error_line(main(["fit", str(svm), "--model", str(model), "--ngram-max", "2",
                      "--embedding", "5"]), "--ngram-max, --embedding: vectorizer options", 2)
     error_line(main(["fit", str(svm), "--model", str(model), "--unlabeled-label", "?"]),
-               "svmlight labels are numbers")
+               "svmlight labels are numbers", 2)
     png = tmp_path / "c.png"
     assert main(["plot", "convergence", str(svm), "--out", str(png), "--n-labels", "10",
                  "-q"]) == 0
@@ -448,7 +448,7 @@ def test_review_fixes_outputs_inputs_and_reports(tmp_path, capsys):
     for i, (t, c) in enumerate(zip(texts, y)):
         (tmp_path / "dir" / (c if i < 10 else "unknown") / f"{i}.txt").write_text(t)
     error_line(main(["fit", str(tmp_path / "dir"), "--model", str(model),
-                     "--unlabeled-label", "unknown"]), "'unlabeled/' folder")
+                     "--unlabeled-label", "unknown"]), "'unlabeled/' folder", 2)
 
 
 def test_destinations_checked_before_the_work(tmp_path, model, corpus):
@@ -505,3 +505,329 @@ def blobs_for_plot():
     y = np.where(np.arange(60) < 30, 0, 1)
     y[np.r_[5:30, 35:60]] = -1
     return X, y
+
+
+# ------------------------------------------------- review: inputs, outputs and messages
+
+def _error_of(capsys, code, expected, *fragments):
+    """The one ``linlap: error:`` line of an in-process run, with its exit status."""
+    err = capsys.readouterr().err.splitlines()
+    lines = [ln for ln in err if ln.startswith("linlap: error:")]
+    assert code == expected and len(lines) == 1, (code, err)
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def _write_texts_csv(path, texts, labels):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        w.writerows(zip(texts, labels))
+    return path
+
+
+def test_plot_data_keeps_the_unlabeled_rows_for_the_graph(tmp_path):
+    import argparse
+
+    from linlap.cli.plot import _plot_data
+    from linlap.datasets import mask_labels
+
+    texts, y = _two_topic_texts(100)
+    labels = [c if i % 4 == 0 else "" for i, c in enumerate(y)]  # 25 labeled, 75 not
+    data = _write_texts_csv(tmp_path / "d.csv", texts, labels)
+    args = argparse.Namespace(data=str(data), seed=0, text_column="text",
+                              label_column="label")
+    X, y_train, X_test, y_test, _ = _plot_data(args, "csv", None)
+    # 30 % of the 25 labeled rows are the test set; every other row trains, unlabeled too
+    assert X_test.shape[0] == len(y_test) == 8 and "" not in set(y_test)
+    assert X.shape[0] == len(y_train) == 92
+    assert (y_train == "").sum() == 75 and (y_train != "").sum() == 17
+    # the labels are drawn from the labeled rows only
+    drawn = mask_labels(y_train, 17, random_state=0, unlabeled="")
+    np.testing.assert_array_equal(drawn, y_train)
+
+
+def test_svmlight_class_0_and_the_unlabeled_label_the_model_remembers(tmp_path, capsys):
+    from linlap import KNNGraph, LapRLSClassifier, save
+    from linlap.cli import main
+
+    rng = np.random.RandomState(0)
+    rows, labels = [], []
+    for i in range(60):
+        c = i % 2
+        feats = {1 + j + 5 * c: 1.0 for j in rng.choice(5, 2, replace=False)}
+        feats[20] = rng.rand()
+        rows.append(" ".join(f"{j}:{v:.3f}" for j, v in sorted(feats.items())))
+        labels.append(c if i < 20 else -5)
+    train = _write(tmp_path / "train.svm",
+                   "".join(f"{lab} {row}\n" for lab, row in zip(labels, rows)))
+    test = _write(tmp_path / "test.svm",
+                  "".join(f"{i % 2} {row}\n" for i, row in enumerate(rows)))
+    model = tmp_path / "m.model"
+    assert main(["fit", str(train), "--model", str(model), "--unlabeled-label", "-5.0",
+                 "--n-neighbors", "5", "-q"]) == 0
+    # evaluate reads the test file with the fit's marker: class 0 is scored, not skipped
+    assert main(["evaluate", str(model), str(test), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "60 labeled documents" in out and float(out.split("macro-F1")[1].split()[0]) > 0.7
+    # an explicit marker that is a class of the model: refused before reading
+    _error_of(capsys, main(["evaluate", str(model), str(test), "--unlabeled-label", "0"]), 2,
+              "'0' is a class of the model", "--unlabeled-label")
+    # a model saved without the marker (from Python): svmlight's default 0 is a class
+    X = np.zeros((60, 21))
+    for i, row in enumerate(rows):
+        for token in row.split():
+            j, v = token.split(":")
+            X[i, int(j)] = float(v)
+    y = np.array([i % 2 if i < 20 else -1 for i in range(60)])
+    save(LapRLSClassifier(graph=KNNGraph(n_neighbors=5)).fit(X, y), tmp_path / "py.model")
+    _error_of(capsys, main(["evaluate", str(tmp_path / "py.model"), str(test)]), 2,
+              "'0' is a class of the model", "default of svmlight input")
+    # fit without the marker: class 0 read as unlabeled, and the message says so
+    _error_of(capsys, main(["fit", str(test), "--model", str(model), "-q"]), 1,
+              "only one class ('1')", "label 0 marks unlabeled rows by default",
+              "--unlabeled-label")
+
+
+def test_model_file_records_the_unlabeled_label(tmp_path, capsys):
+    from linlap import load
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [c if i < 12 else "?" for i, c in enumerate(y)])
+    assert main(["fit", str(data), "--model", str(tmp_path / "m"), "--unlabeled-label", " ? ",
+                 "--n-neighbors", "5", "-q"]) == 0
+    model, metadata = load(tmp_path / "m", with_metadata=True)
+    assert metadata == {"unlabeled_label": "?"} and "?" not in model[-1].classes_
+    # the rows marked '?' are skipped by evaluate without the option
+    assert main(["evaluate", str(tmp_path / "m"), str(data), "-q"]) == 0
+    assert "12 labeled documents" in capsys.readouterr().out
+
+
+def test_predict_out_naming_model_or_data_is_refused(tmp_path, capsys):
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts, [c if i < 12 else "" for i, c in
+                                                      enumerate(y)])
+    model = tmp_path / "m.model"
+    assert main(["fit", str(data), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    before = model.read_bytes(), data.read_bytes()
+    _error_of(capsys, main(["predict", str(model), str(data), "--out", str(model)]), 2,
+              "is the model file (MODEL)")
+    _error_of(capsys, main(["predict", str(model), str(data), "--out",
+                            str(tmp_path / "." / "d.csv")]), 2, "is the input file (DATA)")
+    assert (model.read_bytes(), data.read_bytes()) == before
+    # and a plot over its DATA
+    pytest.importorskip("matplotlib")
+    png = _write(tmp_path / "d.png", data.read_text())
+    _error_of(capsys, main(["plot", "labels", str(png), "--format", "csv", "--out",
+                            str(png)]), 2, "is the input file (DATA)")
+
+
+def test_predict_a_folder_of_files_with_ids(tmp_path, capsys):
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts, [c if i < 12 else "" for i, c in
+                                                      enumerate(y)])
+    model = tmp_path / "m.model"
+    assert main(["fit", str(data), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for name, text in (("b.txt", "apple pear plum"), ("a.txt", "engine wheel brake"),
+                       (".hidden", "grape melon")):
+        (flat / name).write_text(text)
+    assert main(["predict", str(model), str(flat), "--ids", "-q"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["id,prediction", "a.txt,car",
+                                                    "b.txt,fruit"]
+    # files directly in the folder come first, then the sub-folders' (hidden ones skipped)
+    (flat / "sub" / ".git").mkdir(parents=True)
+    (flat / "sub" / "c.txt").write_text("cherry grape")
+    (flat / "sub" / ".git" / "HEAD").write_text("ref: engine")
+    (flat / "0.txt").write_text("gear tyre clutch")
+    assert main(["predict", str(model), str(flat), "--ids", "--decision-values", "-q"]) == 0
+    rows = list(csv.reader(capsys.readouterr().out.splitlines()))
+    assert rows[0] == ["id", "prediction", "decision_fruit"]
+    assert [r[:2] for r in rows[1:]] == [["0.txt", "car"], ["a.txt", "car"],
+                                         ["b.txt", "fruit"], [os.path.join("sub", "c.txt"),
+                                                              "fruit"]]
+    # with labels (fit, evaluate), files directly in the directory are not read: a warning
+    (flat / "car").mkdir()
+    (flat / "car" / "x.txt").write_text("engine wheel")
+    assert main(["evaluate", str(model), str(flat), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "linlap: warning:" in err and "3 file(s) directly in the directory" in err
+
+
+def test_predict_ids_of_csv_rows(tmp_path, capsys):
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts, [c if i < 12 else "" for i, c in
+                                                      enumerate(y)])
+    model = tmp_path / "m.model"
+    assert main(["fit", str(data), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    assert main(["predict", str(model), str(data), "--ids", "-q"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "id,prediction" and [r.split(",")[0] for r in rows[1:]] == \
+        [str(i) for i in range(1, 41)]
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["fit", "{svm}", "--model", "{m}", "--unlabeled-label", "?"], "svmlight labels are numbers"),
+    (["fit", "{dir}", "--model", "{m}", "--unlabeled-label", "x"], "'unlabeled/' folder"),
+    (["evaluate", "{model}", "{dir}", "--unlabeled-label", "x"], "'unlabeled/' folder"),
+    (["plot", "labels", "{svm}", "--out", "{png}", "--unlabeled-label", "?"],
+     "svmlight labels are numbers"),
+    (["fit", "{csv}", "--model", "{m}", "--class-prior", "1,1"], "sum to 2"),
+    (["fit", "{csv}", "--model", "{m}", "--class-prior", "0.5,nan"], "in [0, 1]"),
+    (["fit", "{csv}", "--model", "{m}", "--class-prior", "1.5,-0.5"], "in [0, 1]"),
+    (["demo", "--n-labels", "2000"], "--n-labels 2000: the PCMAC training set has 1168"),
+])
+def test_options_refused_before_reading_exit_2(tmp_path, capsys, monkeypatch, argv, fragment):
+    import linlap.io
+    from linlap.cli import main
+
+    if "plot" in argv:
+        pytest.importorskip("matplotlib")
+    texts, y = _two_topic_texts(30)
+    paths = {"csv": _write_texts_csv(tmp_path / "d.csv", texts,
+                                     [c if i < 10 else "" for i, c in enumerate(y)]),
+             "svm": _write(tmp_path / "d.svm", "1 1:1\n-1 2:1\n"),
+             "dir": tmp_path / "dir", "m": tmp_path / "new.model", "png": tmp_path / "p.png"}
+    (tmp_path / "dir" / "a").mkdir(parents=True)
+    (tmp_path / "dir" / "a" / "x.txt").write_text("apple")
+    if "{model}" in argv:
+        paths["model"] = tmp_path / "m.model"
+        assert main(["fit", str(paths["csv"]), "--model", str(paths["model"]), "-q",
+                     "--n-neighbors", "5"]) == 0
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("the input was read")
+
+    monkeypatch.setattr(linlap.io, "_decoded_lines", no_reading)
+    monkeypatch.setattr(linlap.io, "_dir_files", no_reading)
+    argv = [a.format(**{k: str(v) for k, v in paths.items()}) for a in argv]
+    _error_of(capsys, main(argv), 2, fragment)
+    assert not paths["m"].exists() and not paths["png"].exists()
+
+
+@pytest.mark.parametrize("name, content, fragments", [
+    ("array.json", '[\n  {"text": "apple pear", "label": "a"},\n  {"text": "disk", '
+     '"label": "b"}\n]\n', ["array.json", "this is a JSON array",
+                            "one JSON object per line"]),
+    ("oneline.jsonl", '[{"text": "apple pear", "label": "a"}]\n', ["this is a JSON array"]),
+    ("mac.csv", "text,label\rapple pear,a\rdisk chip,b\r", ["mac.csv", "line 1",
+                                                           "old Mac line endings"]),
+    ("mac.jsonl", '{"text": "apple", "label": "a"}\r{"text": "disk", "label": "b"}\r',
+     ["line 1", "old Mac line endings"]),
+])
+def test_input_mistakes_named(tmp_path, capsys, name, content, fragments):
+    from linlap.cli import main
+
+    path = _write(tmp_path / name, content)
+    line = _error_of(capsys, main(["fit", str(path), "--model", str(tmp_path / "m")]), 1,
+                     *fragments)
+    assert "universal-newline" not in line
+
+
+def test_data_from_standard_input(tmp_path, corpus, model):
+    test = (corpus / "test.jsonl").read_text(encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def run_stdin(*args):
+        return subprocess.run([sys.executable, "-m", "linlap", *map(str, args)], input=test,
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    from_file = run("predict", model, corpus / "test.jsonl", "--text-column", "body", "-q")
+    res = run_stdin("predict", model, "-", "--format", "jsonl", "--text-column", "body",
+                    "--chunk-size", 50, "-q")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == from_file.stdout and len(res.stdout.splitlines()) == 200
+    res = run_stdin("evaluate", model, "-", "--format", "jsonl", "--text-column", "body",
+                    "--label-column", "topic", "-q")
+    assert res.returncode == 0 and "200 labeled documents in -" in res.stdout, res.stderr
+    res = run_stdin("predict", model, "-")
+    assert_user_error(res, "standard input", "--format")
+    bad = subprocess.run([sys.executable, "-m", "linlap", "predict", str(model), "-",
+                          "--format", "jsonl", "--text-column", "body"],
+                         input='{"body": "fine"}\n{"body": oops}\n', capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert_user_error(bad, "<stdin>, line 2", "not valid JSON")
+
+
+def test_model_and_data_swapped(corpus, model):
+    res = run("predict", corpus / "train.csv", model)
+    assert_user_error(res, "train.csv: not a linlap model file", "did you swap MODEL and DATA")
+    assert "ModuleNotFoundError" not in res.stderr
+
+
+def test_warnings_print_on_lines_of_their_own(tmp_path):
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts + [""] * 5,
+                            [c if i < 12 else "" for i, c in enumerate(y)] + [""] * 5)
+    res = run("fit", data, "--model", tmp_path / "m", "--n-neighbors", 5)
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.splitlines()
+    warning = [ln for ln in lines if "linlap: warning" in ln]
+    assert len(warning) == 1 and warning[0].startswith("linlap: warning: 5 of 45 rows"), lines
+    assert "UserWarning" not in res.stderr and ".py:" not in res.stderr
+    # the interrupted step line is finished, and its timing repeats its name
+    i = lines.index(warning[0])
+    assert lines[i - 1].startswith("building the") and lines[i - 1].rstrip().endswith("…")
+    assert lines[i + 1].startswith("building the") and lines[i + 1].endswith(" s")
+
+
+def test_evaluate_fails_when_no_label_is_a_class_of_the_model(tmp_path, capsys):
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts, [c if i < 12 else "" for i, c in
+                                                      enumerate(y)])
+    model = tmp_path / "m.model"
+    assert main(["fit", str(data), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    other = _write_texts_csv(tmp_path / "o.csv", texts, np.where(y == "car", "0", "1"))
+    _error_of(capsys, main(["evaluate", str(model), str(other), "-q"]), 1,
+              "none of its labels (0, 1) is a class of the model (car, fruit)")
+    # some labels unknown: evaluated, with a note
+    some = _write_texts_csv(tmp_path / "s.csv", texts, np.where(y == "car", "car", "boat"))
+    assert main(["evaluate", str(model), str(some), "-q"]) == 0
+    assert "classes absent from the model: boat" in capsys.readouterr().err
+
+
+def test_20newsgroups_script_fits_on_group_names(tmp_path):
+    import io
+    import tarfile
+
+    train, test = load_pcmac("train"), load_pcmac("test")
+    archive = tmp_path / "20news-bydate.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for split, bunch, n in (("train", train, 120), ("test", test, 40)):
+            for i in np.random.RandomState(0).permutation(len(bunch.data))[:n]:
+                data = bunch.data[i].encode("latin-1", "replace")
+                info = tarfile.TarInfo(f"20news-bydate-{split}/"
+                                       f"{bunch.target_names[bunch.target[i]]}/{1000 + i}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    model = tmp_path / "20news.joblib"
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               OPENBLAS_NUM_THREADS="1")
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "scripts",
+                                                       "20newsgroups_end_to_end.py"),
+                          "--archive", str(archive), "--n-labels", "20", "--model",
+                          str(model)], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "comp.sys.mac.hardware" in res.stdout  # the top terms name the groups
+    top = run("top-features", model, "-n", 1)
+    assert top.returncode == 0 and "class comp.sys.mac.hardware" in top.stdout, top.stdout
+    with open(tmp_path / "test.jsonl", "w", encoding="utf-8") as f:
+        for i in np.random.RandomState(1).permutation(len(test.data))[:40]:
+            f.write(json.dumps({"text": test.data[i],
+                                "label": test.target_names[test.target[i]]}) + "\n")
+    # the model's classes are the labels of a file labeled with group names
+    res = run("evaluate", model, tmp_path / "test.jsonl", "-q")
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    assert "40 labeled documents" in res.stdout

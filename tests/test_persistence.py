@@ -283,3 +283,47 @@ def test_save_through_a_symbolic_link_replaces_its_target(tmp_path, fitted):
     linlap.save(fitted, link)
     assert link.is_symlink() and target.stat().st_mtime_ns >= before
     assert linlap.load(link) is not None
+
+
+def test_a_file_that_is_no_joblib_dump_is_never_unpickled(tmp_path):
+    made = tmp_path / "made-by-the-pickle"
+    # a protocol-0 pickle is text: it would call open(made, 'w') when unpickled
+    evil = tmp_path / "evil.txt"
+    evil.write_text(f"cbuiltins\nopen\n(S'{made}'\nS'w'\ntR.")
+    csv = tmp_path / "data.csv"
+    csv.write_bytes(b"id,text,label\r\n1,hello,a\r\n")
+    for path in (evil, csv):
+        with pytest.raises(ValueError, match="not a linlap model file") as exc:
+            linlap.load(path)
+        assert "Error" not in str(exc.value)  # not an unpickling error
+    assert not made.exists()
+    # a model file of a later format is named as such
+    later = tmp_path / "later.joblib"
+    later.write_bytes(b"LINLAP-MODEL 3\n{}\n")
+    with pytest.raises(ValueError, match="model file of another format.*'LINLAP-MODEL 3'"):
+        linlap.load(later)
+
+
+@pytest.mark.parametrize("compress", [0, 3, 9, ("gzip", 3), ("bz2", 3), ("lzma", 3),
+                                      ("xz", 3)])
+def test_first_format_files_of_every_joblib_compressor_load(tmp_path, fitted, compress):
+    path = tmp_path / "m.joblib"
+    linlap.save(fitted, path)
+    header = _parts(path)[1]
+    joblib.dump(dict(header, model=fitted), path, compress=compress)
+    model, metadata = linlap.load(path, with_metadata=True)
+    assert metadata == {} and hasattr(model, "predict")
+
+
+def test_metadata_kept_in_the_header(tmp_path, fitted):
+    path = tmp_path / "m.joblib"
+    linlap.save(fitted, path, metadata={"unlabeled_label": "-5"})
+    assert _parts(path)[1]["metadata"] == {"unlabeled_label": "-5"}
+    model, metadata = linlap.load(path, with_metadata=True)
+    assert metadata == {"unlabeled_label": "-5"} and hasattr(model, "predict")
+    assert hasattr(linlap.load(path), "predict")
+    linlap.save(fitted, path)
+    assert linlap.load(path, with_metadata=True)[1] == {}
+    with pytest.raises(ValueError, match="header line"):
+        linlap.save(fitted, path, metadata={"note": "x" * 5000})
+    assert linlap.load(path) is not None  # the file it would have replaced is intact

@@ -3,8 +3,9 @@
 import argparse
 import os
 import sys
+import warnings
 
-from ._common import _add_input_options, _CHUNK, TEXT_OPTIONS, UsageError
+from ._common import _add_input_options, _CHUNK, show_warning, TEXT_OPTIONS, UsageError
 from .demo import _demo
 from .features import _top_features
 from .fit import _fit
@@ -80,8 +81,9 @@ def build_parser():
                     "missing label are the unlabeled documents) and save it with "
                     "linlap.save.")
     fit.add_argument("data", metavar="DATA",
-                     help="JSON-lines, CSV/TSV, svmlight file, or a directory with one "
-                          "folder of text files per class plus unlabeled/")
+                     help="JSON-lines, CSV/TSV, svmlight file, a directory with one "
+                          "folder of text files per class plus unlabeled/, or - "
+                          "(standard input, with --format)")
     fit.add_argument("--model", required=True, metavar="OUT", help="model file to write")
     _add_input_options(fit)
     g = fit.add_argument_group("vectorizer (text input)")
@@ -144,11 +146,21 @@ def build_parser():
 
     pred = sub.add_parser("predict", help="predict labels of documents with a saved model",
                           description="Predict DATA in chunks (bounded memory); write one "
-                                      "prediction per line.")
+                                      "prediction per line, in the order of DATA. A "
+                                      "directory: every file in it, those directly in it "
+                                      "first, then each sub-folder's in name order (names "
+                                      "starting with '.' skipped); --ids names them.")
     pred.add_argument("model", metavar="MODEL")
-    pred.add_argument("data", metavar="DATA")
+    pred.add_argument("data", metavar="DATA",
+                      help="a file, a directory of text files (in sub-folders or not), "
+                           "or - (standard input, with --format)")
     pred.add_argument("--out", default="-", metavar="FILE",
-                      help="output file (default: standard output)")
+                      help="output file (default: standard output; not MODEL or DATA)")
+    pred.add_argument("--ids", action="store_true",
+                      help="write CSV with a header and a first column 'id' naming each "
+                           "document: its path relative to a directory DATA, its line "
+                           "number in JSON-lines and svmlight, its row number after the "
+                           "header in CSV")
     pred.add_argument("--decision-values", action="store_true",
                       help="write CSV: prediction and decision value(s) (binary: one "
                            "column, positive means the second class)")
@@ -173,8 +185,11 @@ def build_parser():
     pl = sub.add_parser("plot", help="write a PNG: solver convergence, test error vs "
                                      "number of labels, or the solution path (needs "
                                      "matplotlib)",
-                        description="Plots on DATA (labeled rows; 30 % held out as test "
-                                    "set) or, without DATA, the bundled PCMAC corpus.")
+                        description="Plots on DATA or, without DATA, the bundled PCMAC "
+                                    "corpus. DATA: 30 % of its labeled rows are held out "
+                                    "as the test set; the other rows, unlabeled ones "
+                                    "included, make the graph, and the labels are drawn "
+                                    "from its other labeled rows.")
     pl.add_argument("kind", choices=("convergence", "labels", "path"),
                     help="convergence: CG residual / Newton objective per iteration; "
                          "labels: test error against the number of labels; path: the "
@@ -208,7 +223,9 @@ def main(argv=None):
         parser.print_help()
         return 2
     try:
-        return args.func(args)
+        with warnings.catch_warnings():  # restores showwarning for in-process callers
+            warnings.showwarning = show_warning
+            return args.func(args)
     except BrokenPipeError:  # `linlap ... | head`: not an error
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)

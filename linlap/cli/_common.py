@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import os
 import sys
 import time
 
@@ -24,6 +25,10 @@ TEXT_OPTIONS = {"vectorizer": "tfidf", "ngram_max": 1, "min_df": 2, "stop_words"
 class _Reporter:
     """Step lines and progress bars on stderr; silent with --quiet."""
 
+    #: the step whose line ``msg…`` awaits its timing (off a terminal), if any: a
+    #: warning printed meanwhile ends that line first (:func:`show_warning`)
+    open_step = None
+
     def __init__(self, quiet=False):
         self.quiet = quiet
 
@@ -38,15 +43,21 @@ class _Reporter:
         end = "\n" if chatty or sys.stderr.isatty() else " "
 
         class _Step:
+            interrupted = False  # by a warning: the timing goes on a line of its own
+
             def __enter__(self):
                 self.t = time.perf_counter()
                 if not reporter.quiet:
                     print(f"{msg}…", end=end, file=sys.stderr, flush=True)
+                    if end != "\n":
+                        _Reporter.open_step = self
                 return self
 
             def __exit__(self, exc_type, exc, tb):
+                if _Reporter.open_step is self:
+                    _Reporter.open_step = None
                 if not reporter.quiet:
-                    head = f"{msg}: " if end == "\n" else ""
+                    head = f"{msg}: " if end == "\n" or self.interrupted else ""
                     if exc_type is None:
                         print(f"{head}{time.perf_counter() - self.t:.1f} s",
                               file=sys.stderr, flush=True)
@@ -61,9 +72,54 @@ class _Reporter:
                         unit=unit)
 
 
-def _reader_kwargs(args):
+def show_warning(message, category, filename, lineno, file=None, line=None):
+    """``warnings.showwarning`` of the command: ``linlap: warning: <message>`` on a line
+    of its own (after the open step line, if any; above the progress bars)."""
+    step = _Reporter.open_step
+    if step is not None:
+        print(file=sys.stderr)
+        step.interrupted, _Reporter.open_step = True, None
+    text = f"linlap: warning: {' '.join(str(message).split())}"
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        print(text, file=sys.stderr, flush=True)
+    else:  # clears and redraws any bar on the terminal
+        tqdm.write(text, file=sys.stderr)
+
+
+def _reader_kwargs(args, unlabeled_label):
+    """The reader's options; ``unlabeled_label`` as :func:`_unlabeled_label` gives it."""
     return dict(text_column=args.text_column, label_column=args.label_column,
-                unlabeled_label=args.unlabeled_label)
+                unlabeled_label=unlabeled_label)
+
+
+def _unlabeled_label(args, fmt, fitted_with=None):
+    """The label that marks unlabeled rows of ``fmt`` input (as the reader compares
+    labels): --unlabeled-label, else ``fitted_with``, the one the model was fit with
+    (not for a directory, whose labels are folder names), else the format's default.
+    A value the format cannot take is a wrong command line, refused before reading."""
+    from ..io import unlabeled_marker
+
+    value = args.unlabeled_label
+    if value is None and fmt != "dir":
+        value = fitted_with
+    try:
+        return unlabeled_marker(fmt, value, option="--unlabeled-label")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _refuse_to_replace_inputs(option, output, inputs):
+    """A wrong command line when the file ``option`` names is one of ``inputs``
+    (``(path, description)`` pairs): the output would replace that input."""
+    if output in (None, "-") or not os.path.exists(output):
+        return
+    for path, description in inputs:
+        if path not in (None, "-") and os.path.exists(path) \
+                and os.path.samefile(path, output):
+            raise UsageError(f"{option} {output} is the {description}: the output would "
+                             f"replace it; give another file name")
 
 
 def _add_input_options(p, labels_help="label column/field (empty or missing = unlabeled)"):
@@ -71,14 +127,17 @@ def _add_input_options(p, labels_help="label column/field (empty or missing = un
 
     p.add_argument("--format", choices=FORMATS, default="auto",
                    help="input format (default: from the suffix: .jsonl/.ndjson/.json, "
-                        ".csv/.tsv, .svm/.svmlight/.libsvm, or a directory)")
+                        ".csv/.tsv, .svm/.svmlight/.libsvm, or a directory; needed when "
+                        "DATA is -, standard input)")
     p.add_argument("--text-column", default="text", metavar="NAME",
                    help="text column/field of CSV and JSON-lines input (default: text)")
     p.add_argument("--label-column", default="label", metavar="NAME",
                    help=f"{labels_help} (default: label)")
     p.add_argument("--unlabeled-label", default=None, metavar="VALUE",
                    help="a label value that means 'unlabeled'. CSV/JSON-lines: an empty "
-                        "or missing label is always unlabeled; svmlight: default 0")
+                        "or missing label is always unlabeled; svmlight: a number, "
+                        "default 0; not for a directory (its unlabeled/ folder). "
+                        "predict and evaluate: default the value the model was fit with")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bars or step timings on stderr")
 
@@ -92,40 +151,63 @@ def _model_input_kind(model):
     return "matrix"
 
 
-def _load_model(path):
-    from ..persistence import load
+def _load_model(path, data=None):
+    """``(model, metadata)`` from a model file (``linlap.load``); ``data``, the DATA
+    argument, explains a model file given in its place."""
+    from ..persistence import _is_model_file, load
 
-    model = load(path)
+    try:
+        model, metadata = load(path, with_metadata=True)
+    except ValueError as exc:
+        if data is not None and not _is_model_file(path) and _is_model_file(data):
+            raise ValueError(f"{exc}; DATA {data} is a model file: did you swap MODEL "
+                             f"and DATA? (MODEL comes first)") from None
+        raise
     if not (hasattr(model, "predict") and hasattr(model, "decision_function")):
         raise ValueError(f"{path}: the saved object is not a classifier")
-    return model
+    return model, metadata
 
 
-def _model_batches(model, args, fmt_path, need_labels=False):
+def _classifier(model):
+    """The classifier of a model: a Pipeline's last step, or the model itself."""
+    return model.steps[-1][1] if hasattr(model, "steps") else model
+
+
+def _model_classes(model):
+    """The classes of a model as strings, the labels of the command's input."""
+    return [str(c) for c in _classifier(model).classes_]
+
+
+def _model_input(args, need_labels=False):
+    """``(model, unlabeled_label, batches)`` for predict and evaluate: the model of
+    args.model, the label marking unlabeled rows of args.data (:func:`_unlabeled_label`)
+    and the batches of args.data, every option checked before any of DATA is read."""
     from ..io import detect_format, iter_batches
 
-    fmt = detect_format(fmt_path, args.format)
+    model, metadata = _load_model(args.model, args.data)
+    fmt = detect_format(args.data, args.format)
+    unlabeled_label = _unlabeled_label(args, fmt, metadata.get("unlabeled_label"))
     kind = _model_input_kind(model)
     if (kind == "text") != (fmt != "svmlight"):
         if kind == "text":
-            raise ValueError(f"{fmt_path}: the model was fit on text, but this input is "
+            raise ValueError(f"{args.data}: the model was fit on text, but this input is "
                              f"svmlight; give it CSV, JSON-lines or a directory of texts")
-        raise ValueError(f"{fmt_path}: the model was fit on an svmlight matrix; give it "
+        raise ValueError(f"{args.data}: the model was fit on an svmlight matrix; give it "
                          f"svmlight input (--format svmlight)")
     n_features = None
     if kind == "matrix":
-        est = model.steps[-1][1] if hasattr(model, "steps") else model
-        n_features = int(est.n_features_in_)
-    return iter_batches(fmt_path, fmt, chunk_size=args.chunk_size, need_labels=need_labels,
-                        n_features=n_features, **_reader_kwargs(args))
-
+        n_features = int(_classifier(model).n_features_in_)
+    batches = iter_batches(args.data, fmt, chunk_size=args.chunk_size,
+                           need_labels=need_labels, n_features=n_features,
+                           **_reader_kwargs(args, unlabeled_label))
+    return model, unlabeled_label, batches
 
 
 @contextlib.contextmanager
 def _output(path):
     """Standard output (None or '-'), or a text file written through a temporary file
     that replaces ``path`` only when the run succeeds: an error leaves an existing file
-    as it was (and ``--out`` may name the input)."""
+    as it was."""
     if path in (None, "-"):
         yield sys.stdout
         sys.stdout.flush()

@@ -2,6 +2,7 @@
 
 import time
 
+from ._common import UsageError
 
 
 def _demo(args):
@@ -14,6 +15,9 @@ def _demo(args):
     from ..text import make_vectorizer
 
     train, test = load_pcmac("train"), load_pcmac("test")
+    if args.n_labels > len(train.target):
+        raise UsageError(f"--n-labels {args.n_labels}: the PCMAC training set has "
+                         f"{len(train.target)} documents; give at most that many")
     y_semi = mask_labels(train.target, args.n_labels, random_state=args.seed)
     labeled = y_semi != -1
     print(f"PCMAC (bundled 20 Newsgroups, {train.target_names[0]} vs "

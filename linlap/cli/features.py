@@ -8,7 +8,7 @@ def _top_features(args):
 
     from ..inspection import _split
 
-    model = _load_model(args.model)
+    model, _ = _load_model(args.model)
     est, names = _split(model)
     if not hasattr(est, "coef_"):
         raise ValueError(f"{args.model}: a {type(est).__name__} has no feature weights "

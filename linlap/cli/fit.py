@@ -1,13 +1,16 @@
 """``linlap fit``: vectorize, build the graph and fit an estimator; save the model."""
 
-import os
+import math
 import sys
 
 from .._atomic import check_destination
-from ._common import TEXT_OPTIONS, _reader_kwargs, _Reporter, UsageError
+from ._common import (TEXT_OPTIONS, _reader_kwargs, _refuse_to_replace_inputs, _Reporter,
+                      _unlabeled_label, UsageError)
 
 
 def _parse_class_prior(text):
+    """--class-prior: None, 'labeled', 'predicted' or a list of proportions, each in
+    [0, 1], summing to 1 (their number is checked against the classes once read)."""
     if text.lower() == "none":
         return None
     if text.lower() in ("labeled", "predicted"):
@@ -18,6 +21,12 @@ def _parse_class_prior(text):
         raise UsageError(f"--class-prior must be none, labeled, predicted or comma-separated "
                          f"proportions in the order of the sorted class names, got "
                          f"{text!r}") from None
+    if not all(0 <= v <= 1 for v in values):  # nan fails too
+        raise UsageError(f"--class-prior {text}: each proportion must be a number in "
+                         f"[0, 1]")
+    if not math.isclose(sum(values), 1, abs_tol=1e-6):  # the estimators' tolerance
+        raise UsageError(f"--class-prior {text}: the proportions sum to {sum(values):g}; "
+                         f"they must sum to 1")
     return values
 
 
@@ -73,10 +82,7 @@ def _fit(args):
     if not args.model.strip():
         raise UsageError("--model: an empty file name")
     check_destination(args.model)  # before the fit, not after it
-    if os.path.exists(args.data) and os.path.exists(args.model) \
-            and os.path.samefile(args.data, args.model):
-        raise UsageError(f"--model {args.model} is the input file: the model would replace "
-                         f"the training data; give another file name")
+    _refuse_to_replace_inputs("--model", args.model, [(args.data, "input file (DATA)")])
     _check_estimator_options(args)
     s3vm = args.estimator == "laps3vm"
     class_prior = _parse_class_prior(args.class_prior if args.class_prior is not None
@@ -84,6 +90,7 @@ def _fit(args):
     if args.embedding and args.vectorizer != "tfidf":
         raise UsageError("--embedding needs --vectorizer tfidf (a vocabulary)")
     fmt = detect_format(args.data, args.format)
+    unlabeled_label = _unlabeled_label(args, fmt)
     if fmt == "svmlight":
         given = [f"--{name.replace('_', '-')}" for name, default in TEXT_OPTIONS.items()
                  if getattr(args, name) != default]
@@ -94,7 +101,8 @@ def _fit(args):
         bar = rep.bar(desc="reading")
         try:
             batches = []
-            for b in iter_batches(args.data, fmt, need_labels=True, **_reader_kwargs(args)):
+            for b in iter_batches(args.data, fmt, need_labels=True,
+                                  **_reader_kwargs(args, unlabeled_label)):
                 batches.append(b)
                 bar.update(len(b))
         finally:
@@ -106,13 +114,19 @@ def _fit(args):
     n = len(labels)
     labeled = np.array([lab is not None for lab in labels])
     n_lab = int(labeled.sum())
+    # a 0/1 svmlight file read with the default marker: its class 0 went unlabeled
+    zero_hint = ("; in svmlight input the label 0 marks unlabeled rows by default: if 0 is "
+                 "a class, pass --unlabeled-label with a value that is not one, e.g. "
+                 "--unlabeled-label -5" if fmt == "svmlight" and args.unlabeled_label is None
+                 and n_lab < n else "")
     if n_lab == 0:
+        where = "labels" if fmt == "svmlight" else f"column {args.label_column!r}"
         raise ValueError(f"{args.data}: all {n} rows are unlabeled; label at least one "
-                         f"row of each of two classes (column {args.label_column!r})")
+                         f"row of each of two classes ({where}){zero_hint}")
     classes = sorted({lab for lab in labels if lab is not None})
     if len(classes) < 2:
         raise ValueError(f"{args.data}: the labeled rows hold only one class "
-                         f"({classes[0]!r}); a classifier needs at least two")
+                         f"({classes[0]!r}); a classifier needs at least two{zero_hint}")
     if n < 3:
         raise ValueError(f"{args.data}: only {n} rows; the graph needs at least 3")
     rep.line(f"{n} documents: {n_lab} labeled ({len(classes)} classes: "
@@ -184,5 +198,6 @@ def _fit(args):
         rep.line("unlabeled rows predicted as: " + ", ".join(
             f"{v} {c}" for v, c in zip(values, counts)))
     with rep.step(f"saving {args.model}"):
-        save(model, args.model)
+        # predict and evaluate read their input with the same marker by default
+        save(model, args.model, metadata={"unlabeled_label": unlabeled_label})
     return 0

@@ -1,11 +1,17 @@
 """``linlap plot``: learning curves, convergence and solution-path figures."""
 
 from .._atomic import check_destination
-from ._common import _reader_kwargs, _Reporter, UsageError
+from ._common import (_reader_kwargs, _refuse_to_replace_inputs, _Reporter,
+                      _unlabeled_label, UsageError)
 
 
-def _plot_data(args):
-    """(X_train, y_train, X_test, y_test, title) from DATA or the bundled PCMAC."""
+def _plot_data(args, fmt, unlabeled_label):
+    """``(X, y, X_test, y_test, title)`` from DATA (in ``fmt``) or the bundled PCMAC.
+
+    DATA: 30 % of its labeled rows are the test set; the training rows are all the
+    others, unlabeled ones included (``""`` in ``y``), so that the graph is built on
+    them and the labels are drawn among its labeled rows only.
+    """
     import numpy as np
 
     from ..text import make_vectorizer
@@ -17,22 +23,23 @@ def _plot_data(args):
         title = "PCMAC"
     else:
         from ..io import read_all
-        batch = read_all(args.data, args.format, need_labels=True, **_reader_kwargs(args))
-        keep = [i for i, lab in enumerate(batch.labels) if lab is not None]
-        if len(keep) < 10:
-            raise ValueError(f"{args.data}: {len(keep)} labeled rows; plots need at "
+        batch = read_all(args.data, fmt, need_labels=True,
+                         **_reader_kwargs(args, unlabeled_label))
+        labels = np.array(["" if lab is None else lab for lab in batch.labels], dtype=object)
+        labeled = np.flatnonzero(labels != "")
+        if len(labeled) < 10:
+            raise ValueError(f"{args.data}: {len(labeled)} labeled rows; plots need at "
                              f"least 10 (30 % are held out as the test set)")
         rng = np.random.RandomState(args.seed)
-        keep = rng.permutation(keep)
-        cut = int(0.7 * len(keep))
-        labels = np.array(batch.labels, dtype=object)
-        y, t_y = labels[keep[:cut]], labels[keep[cut:]]
+        test = np.sort(rng.permutation(labeled)[int(0.7 * len(labeled)):])
+        train = np.setdiff1d(np.arange(len(labels)), test)
+        y, t_y = labels[train], labels[test]
         title = str(args.data)
         if not isinstance(batch.data, list):  # svmlight: already a matrix
             X = batch.data.tocsr()
-            return X[keep[:cut]], np.asarray(y), X[keep[cut:]], np.asarray(t_y), title
-        texts = [batch.data[i] for i in keep[:cut]]
-        t_texts = [batch.data[i] for i in keep[cut:]]
+            return X[train], y, X[test], t_y, title
+        texts = [batch.data[i] for i in train]
+        t_texts = [batch.data[i] for i in test]
     vec = make_vectorizer()
     X = vec.fit_transform(texts)
     return X, np.asarray(y), vec.transform(t_texts), np.asarray(t_y), title
@@ -52,19 +59,37 @@ def _plot(args):
         raise UsageError(f"--out {args.out}: the plot is a PNG; give a file name ending "
                          f"in .png")
     check_destination(args.out)  # before the reading and fitting, not after
+    fmt = unlabeled_label = None
+    if args.data is not None:
+        from ..io import detect_format
+        _refuse_to_replace_inputs("--out", args.out, [(args.data, "input file (DATA)")])
+        fmt = detect_format(args.data, args.format)
+        unlabeled_label = _unlabeled_label(args, fmt)
     rep = _Reporter(args.quiet)
     with rep.step("reading and vectorizing"):
-        X, y, X_test, y_test, title = _plot_data(args)
+        X, y, X_test, y_test, title = _plot_data(args, fmt, unlabeled_label)
+    marker = -1 if y.dtype.kind in "iu" else ""
+    n_labeled = int(np.sum(y != marker))
+    rep.line(f"{title}: {len(y)} training documents ({n_labeled} labeled, "
+             f"{len(y) - n_labeled} unlabeled), {len(y_test)} test documents")
+
+    def draw_labels(n):
+        """``y`` with all but ``n`` of its labels hidden."""
+        if n > n_labeled:
+            raise ValueError(f"--n-labels {n}: {title} has only {n_labeled} labeled "
+                             f"training documents")
+        return mask_labels(y, n, random_state=args.seed, unlabeled=marker)
+
+    n_lab = args.n_labels[0]
+    if args.kind in ("path", "convergence"):  # one draw, checked before the graph
+        y_semi = draw_labels(n_lab)
     k = capped_n_neighbors(X, args.n_neighbors)
     with rep.step(f"building the {k}-NN graph"):
         graph = KNNGraph(n_neighbors=k, random_state=args.seed).fit(X)
-    marker = -1 if y.dtype.kind in "iu" else ""
     if args.kind == "path":
         from ..model_selection import LapSVMPathClassifier
         from ..plots import plot_path
 
-        n_lab = args.n_labels[0]
-        y_semi = mask_labels(y, n_lab, random_state=args.seed, unlabeled=marker)
         with rep.step(f"solution path ({n_lab} labels, 5-fold choice of lambda)"):
             est = LapSVMPathClassifier(graph=graph, unlabeled=marker).fit(X, y_semi)
         err = 100 * np.mean(est.predict(X_test) != y_test)
@@ -73,13 +98,12 @@ def _plot(args):
         plot_path(est, args.out, kind=args.path_kind,
                   title=f"{title}, {n_lab} labels, rho = {est.rho:g}")
     elif args.kind == "convergence":
-        y_semi = mask_labels(y, args.n_labels[0], random_state=args.seed, unlabeled=marker)
         ests = {}
         with rep.step("fitting LapRLS and LapSVM"):
             for name, cls in (("LapRLS (CG)", LapRLSClassifier),
                               ("LapSVM (finite Newton)", LapSVMClassifier)):
                 ests[name] = cls(graph=graph, unlabeled=marker).fit(X, y_semi)
-        plot_convergence(ests, args.out, title=f"{title}, {args.n_labels[0]} labels")
+        plot_convergence(ests, args.out, title=f"{title}, {n_lab} labels")
     else:
         from sklearn.svm import LinearSVC
         errors = {"LapRLS": [], "LinearSVC (labels only)": []}
@@ -87,7 +111,7 @@ def _plot(args):
         for n in args.n_labels:
             with rep.step(f"{n} labels"):
                 try:
-                    y_semi = mask_labels(y, n, random_state=args.seed, unlabeled=marker)
+                    y_semi = draw_labels(n)
                     lab = y_semi != marker
                     clf = LapRLSClassifier(graph=graph, unlabeled=marker).fit(X, y_semi)
                     svc = LinearSVC().fit(X[lab], y_semi[lab])
@@ -103,8 +127,6 @@ def _plot(args):
         plot_label_curve(ns, errors, args.out, title=title)
     rep.line(f"wrote {args.out}")
     return 0
-
-
 
 
 def _plot_entry(args):

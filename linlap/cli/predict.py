@@ -4,7 +4,8 @@ import sys
 import time
 
 from ..solvers._problem import predict_index
-from ._common import _load_model, _model_batches, _output, _Reporter
+from ._common import (_model_classes, _model_input, _output, _refuse_to_replace_inputs,
+                      _Reporter, UsageError)
 
 
 def _predict(args):
@@ -12,33 +13,39 @@ def _predict(args):
 
     import numpy as np
 
+    _refuse_to_replace_inputs("--out", args.out, [(args.model, "model file (MODEL)"),
+                                                  (args.data, "input file (DATA)")])
     rep = _Reporter(args.quiet)
-    model = _load_model(args.model)
-    est = model.steps[-1][1] if hasattr(model, "steps") else model
-    classes = [str(c) for c in est.classes_]
+    model, _, batches = _model_input(args)
+    classes = _model_classes(model)
     total = 0
     t = time.perf_counter()
     with _output(args.out) as out:
         writer = csv.writer(out, lineterminator="\n")
+        header = ["id"] if args.ids else []
         if args.decision_values:
-            if len(classes) == 2:
-                writer.writerow(["prediction", f"decision_{classes[1]}"])
-            else:
-                writer.writerow(["prediction"] + [f"decision_{c}" for c in classes])
+            header += ["prediction"] + [f"decision_{c}" for c in
+                                        (classes[1:] if len(classes) == 2 else classes)]
+        elif args.ids:
+            header += ["prediction"]
+        if header:
+            writer.writerow(header)
         bar = rep.bar(desc="predicting")
         try:
-            for batch in _model_batches(model, args, args.data):
+            for batch in batches:
                 if not len(batch):
                     continue
                 if args.decision_values:
                     D = np.atleast_1d(model.decision_function(batch.data))
                     if D.ndim == 1:
                         D = D[:, None]
-                    for i, row in zip(predict_index(D), D):
-                        writer.writerow([classes[i]] + [f"{v:.6g}" for v in row])
+                    rows = ([classes[i]] + [f"{v:.6g}" for v in row]
+                            for i, row in zip(predict_index(D), D))
                 else:
-                    for label in model.predict(batch.data):
-                        writer.writerow([label])
+                    rows = ([label] for label in model.predict(batch.data))
+                if args.ids:
+                    rows = ([id_] + row for id_, row in zip(batch.ids, rows))
+                writer.writerows(rows)
                 total += len(batch)
                 bar.update(len(batch))
         finally:
@@ -55,11 +62,19 @@ def _evaluate(args):
                                  f1_score)
 
     rep = _Reporter(args.quiet)
-    model = _load_model(args.model)
+    model, unlabeled_label, batches = _model_input(args, need_labels=True)
+    classes = _model_classes(model)
+    if unlabeled_label in classes:  # its rows would be skipped: a class left out unseen
+        why = ("the default of svmlight input" if args.unlabeled_label is None
+               else "--unlabeled-label")
+        raise UsageError(f"{unlabeled_label!r} is a class of the model, but it marks the "
+                         f"unlabeled rows of {args.data} ({why}), which evaluate skips; "
+                         f"pass --unlabeled-label with a value that is not a class (the "
+                         f"one the fit used)")
     y_true, y_pred = [], []
     bar = rep.bar(desc="evaluating")
     try:
-        for batch in _model_batches(model, args, args.data, need_labels=True):
+        for batch in batches:
             keep = [i for i, lab in enumerate(batch.labels) if lab is not None]
             if not keep:
                 continue
@@ -73,6 +88,11 @@ def _evaluate(args):
     if not y_true:
         raise ValueError(f"{args.data}: no labeled rows to evaluate on (column "
                          f"{args.label_column!r})")
+    unknown = sorted(set(y_true) - set(classes))
+    if len(unknown) == len(set(y_true)):
+        raise ValueError(f"{args.data}: none of its labels ({_some(unknown)}) is a class of "
+                         f"the model ({_some(classes)}); was the model fit on other label "
+                         f"names, or is the label column (--label-column) another one?")
     labels = sorted(set(y_true) | set(y_pred))
     print(f"{len(y_true)} labeled documents in {args.data}")
     print(f"accuracy  {accuracy_score(y_true, y_pred):.4f}")
@@ -86,8 +106,12 @@ def _evaluate(args):
     print(" " * width + "  " + "  ".join(f"{lab:>{width}}" for lab in labels))
     for lab, row in zip(labels, cm):
         print(f"{lab:>{width}}  " + "  ".join(f"{int(v):>{width}}" for v in row))
-    unknown = sorted(set(y_true) - {str(c) for c in (model.steps[-1][1] if hasattr(
-        model, "steps") else model).classes_})
     if unknown:
         print(f"note: classes absent from the model: {', '.join(unknown)}", file=sys.stderr)
     return 0
+
+
+def _some(names, shown=5):
+    """Up to ``shown`` names, comma-separated, and how many more."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f", … ({more} more)" if more > 0 else "")
