@@ -92,7 +92,9 @@ def _strip_estimator(est):
     ``transduction_`` (one label per training row) is kept. The refitted model of a
     CV estimator (``best_estimator_``) and the base model of ``EMRClassifier``
     (``estimator_``) are stripped the same way, and EMR's candidate graphs (``graphs_``)
-    are left out.
+    are left out, as are the solver objects of ``LapSVMPathClassifier.path_['paths']``
+    (each holds a d × l reduction: 76 MB at d = 10⁵, l = 100; the rest of ``path_``
+    — grid, errors, breakpoints — is kept).
     """
     from .graph import KNNGraph
 
@@ -106,6 +108,8 @@ def _strip_estimator(est):
             setattr(est, name, _strip_estimator(getattr(est, name)))
     if getattr(est, "graphs_", None) is not None:
         est.graphs_ = None
+    if isinstance(getattr(est, "path_", None), dict) and est.path_.get("paths") is not None:
+        est.path_ = dict(est.path_, paths=None)
     if hasattr(est, "_solution"):
         est._solution = None
     est.__dict__.pop("_tinv_cache", None)

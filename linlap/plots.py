@@ -149,6 +149,10 @@ def plot_path(estimator, path, *, kind="error", title=None):
                 markersize=8, label="breakpoints")
         ax.set_ylabel("error (%)")
     else:
+        if info.get("paths") is None:
+            raise ValueError("kind='decision' needs the path objects, which linlap.save "
+                             "leaves out (they hold a d × l reduction): refit the model, "
+                             "save it with keep_graph=True, or plot kind='error'.")
         p = info["paths"][0]
         lams = np.unique(np.r_[p.lambdas, info["lambda"][info["lambda"] >= p.lambdas[-1]]])
         F = p.decision_labeled(lams)

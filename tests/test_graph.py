@@ -388,10 +388,12 @@ def docs():
     return make_vectorizer().fit_transform(load_pcmac().data).tocsr()
 
 
-def test_nndescent_recall(docs):
+def test_nndescent_recall(docs, capsys):
     k = 10
     g = KNNGraph(weight="binary", power=1, n_neighbors=k, algorithm="nndescent", recall_sample=300,
-                 random_state=0).fit(docs)
+                 random_state=0, verbose=True).fit(docs)
+    out, err = capsys.readouterr()
+    assert out == "" and "NN descent" in err  # pynndescent's own progress on stderr
     g_ex = KNNGraph(weight="binary", power=1, n_neighbors=k, algorithm="exact").fit(docs)
     assert g.algorithm_ == "nndescent"
     assert 0.0 <= g.recall_ <= 1.0

@@ -274,6 +274,29 @@ def test_cv_and_emr_models_are_saved_without_their_graphs(tmp_path):
     assert cv.best_estimator_.graph_ is not None and emr.graphs_ is not None  # untouched
 
 
+def test_path_models_are_saved_without_their_path_objects(tmp_path):
+    # each LapSVMPath holds a d × l reduction: a saved path model was 100× a LapRLS one
+    from linlap import LapSVMPathClassifier
+
+    rng = np.random.RandomState(2)
+    X = rng.rand(200, 400)
+    y = np.where(X[:, 0] > 0.5, 1, 0)
+    y[60:] = -1
+    g = KNNGraph(n_neighbors=10).fit(X)
+    path = LapSVMPathClassifier(graph=g, cv=2).fit(X, y)
+    plain = LapRLSClassifier(graph=g).fit(X, y)
+    linlap.save(plain, tmp_path / "plain")
+    linlap.save(path, tmp_path / "path")
+    assert os.path.getsize(tmp_path / "path") < 3 * os.path.getsize(tmp_path / "plain")
+    loaded = linlap.load(tmp_path / "path")
+    np.testing.assert_array_equal(loaded.predict(X), path.predict(X))
+    assert loaded.path_["paths"] is None and path.path_["paths"] is not None
+    np.testing.assert_array_equal(loaded.path_["error"], path.path_["error"])
+    pytest.importorskip("matplotlib")
+    with pytest.raises(ValueError, match="keep_graph=True"):
+        loaded.plot_path(tmp_path / "p.png", kind="decision")
+
+
 def test_save_through_a_symbolic_link_replaces_its_target(tmp_path, fitted):
     target = tmp_path / "real.joblib"
     linlap.save(fitted, target)

@@ -146,7 +146,8 @@ class LapSVMPathClassifier(LinearLapClassifier):
         Validation (or mean cross-validated) accuracy there.
     path_ : dict
         ``'paths'``: the :class:`~linlap.solvers.path.LapSVMPath` of each target column on
-        all labeled rows; ``'lambdas'``: breakpoints of the first one; ``'gamma_I'``,
+        all labeled rows (None in a model saved by :func:`linlap.save` without
+        ``keep_graph``: each holds a d × l array); ``'lambdas'``: breakpoints of the first one; ``'gamma_I'``,
         ``'lambda'``: the scored grid; ``'error'``, ``'hinge'``: validation (or mean CV)
         error and mean hinge loss along it; ``'best_index'``.
     n_iter_ : int

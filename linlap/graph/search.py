@@ -6,6 +6,7 @@ Every function works on row-normalised (unit) rows and reports distances as
 the approximate search runs.
 """
 
+import contextlib
 import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -291,7 +292,8 @@ def nndescent_search(X, n_neighbors, *, metric, random_state, n_jobs, verbose, k
     """
     import pynndescent  # lazy: pulls in numba, slow to import and to JIT
 
-    with warnings.catch_warnings():
+    # pynndescent prints its progress: to stderr, with ours (stdout is a program's output)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
         # Rows it fails on come back with -1; KNNGraph repairs those exactly.
         warnings.filterwarnings("ignore", message="Failed to correctly find n_neighbors")
         index = pynndescent.NNDescent(
