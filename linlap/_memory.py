@@ -19,12 +19,16 @@ solve (LapRLS CG or LapSVM finite Newton)
     column), the d × q CG vectors and the per-thread Xᵀ buffers (≈ 10 per column with
     2 threads).
 
+grid (the shifted CG of the CV classifiers, ``linlap.solvers.grid``), on top of a solve
+    ``8 d c (g q + 4 q)`` bytes — every candidate's coefficients (g γ_I × q γ_A × c
+    columns × d) and about four CG vectors per shift.
+
 ``bench/scale.py`` records the measured peak RSS next to these formulas.
 """
 
 import os
 
-__all__ = ["graph_bytes", "solve_bytes", "available_bytes", "check_memory"]
+__all__ = ["graph_bytes", "solve_bytes", "grid_bytes", "available_bytes", "check_memory"]
 
 
 def graph_bytes(n, nnz, k, *, space="tfidf", n_components=50, n_search=None, reorder=False):
@@ -43,6 +47,12 @@ def graph_bytes(n, nnz, k, *, space="tfidf", n_components=50, n_search=None, reo
 def solve_bytes(n, d, nnz, n_columns, *, converts_X=False):
     """Estimated peak bytes of a linear fit (excluding the graph, which is already built)."""
     return 12 * nnz * (2 if converts_X else 1) + 56 * n * n_columns + 80 * d * n_columns
+
+
+def grid_bytes(d, n_gamma_I, n_gamma_A, n_columns):
+    """Estimated bytes of a shifted-CG grid beyond its solve: the g × q × c × d
+    coefficients it returns and about four d-vectors per shift and column."""
+    return 8 * d * n_columns * (n_gamma_I * n_gamma_A + 4 * n_gamma_A)
 
 
 def available_bytes():

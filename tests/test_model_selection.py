@@ -325,3 +325,25 @@ def test_grid_subgraphs_equal_their_own_searches():
     np.testing.assert_array_equal(clf.graph_.neighbors_, own.neighbors_)
     np.testing.assert_allclose(clf.graph_.adjacency_.toarray(), own.adjacency_.toarray(),
                                atol=1e-12)
+
+
+def test_grid_reports_progress_and_checks_its_memory(monkeypatch, capsys):
+    import linlap._memory as memory
+
+    X, y = blobs(n=60, seed=16, noise=0.5)
+    ys = mask_labels(y, 12, random_state=16)
+    g = KNNGraph(n_neighbors=5).fit(X)
+    LapRLSClassifierCV(gamma_A=[1e-3, 1e-2], gamma_I=[1.0, 10.0], cv=2, graph=g,
+                       verbose=1).fit(X, ys)
+    err = capsys.readouterr().err
+    assert "[LapRLSClassifierCV grid] 8/8 candidates (100%)" in err
+    # the shifted grid keeps every candidate's coefficients: checked before it starts
+    needed = []
+    from linlap.estimators import cv as cv_mod
+    monkeypatch.setattr(cv_mod, "check_memory", lambda b, what, hint="": needed.append(b))
+    LapRLSClassifierCV(gamma_A=[1e-3, 1e-2], gamma_I=[1.0, 10.0], cv=2, graph=g).fit(X, ys)
+    assert needed[0] >= memory.grid_bytes(X.shape[1], 2, 2, 2) > 8 * X.shape[1] * 2 * 2 * 2
+    monkeypatch.undo()
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1000)
+    with pytest.raises(MemoryError, match="LapRLSClassifierCV: a grid of 2 x 2"):
+        LapRLSClassifierCV(gamma_A=[1e-3, 1e-2], gamma_I=[1.0, 10.0], cv=2, graph=g).fit(X, ys)

@@ -27,12 +27,15 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import marker_mask
+from .._memory import check_memory, grid_bytes, solve_bytes
+from .._progress import progress
 from .._validation import (check_flags, check_graph_param, check_positive_int, check_tol,
                            check_verbose, is_int)
 from ..graph import KNNGraph
@@ -435,6 +438,15 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
             hinges[s, c] = np.maximum(0.0, 1.0 - pm1_targets(yte, classes.size) * F).sum(
                 axis=1).mean()
 
+        n, d = X.shape
+        n_shifted = sum(self._shifted(priors[iq]) for _, _, iq in combos)
+        check_memory(solve_bytes(n, d, X.nnz if sp.issparse(X) else n * d, classes.size + 1)
+                     + (grid_bytes(d, len(gI), len(gA), classes.size) if n_shifted else 0),
+                     f"{type(self).__name__}: a grid of {len(gA)} x {len(gI)} on {n} rows x "
+                     f"{d} features, {classes.size} classes",
+                     hint="List fewer gamma_A / gamma_I values, or use method='warm'.")
+        bar = progress(bool(self.verbose), total=len(splits) * n_cand,
+                       desc=f"{type(self).__name__} grid", unit="candidates")
         for s, (ytr, Xte, yte, lab_rows, lab_idx) in enumerate(splits):
             for ik, ip, iq in combos:
                 graph = graphs[(ks[ik], powers[ip])]
@@ -450,6 +462,7 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
                         score(s, c, np.asarray(Xte @ coef[j, i].T) + intercept[j, i], yte)
                     # the run's time (solves and scoring), spread evenly over its candidates
                     fit_times[s, run] = (time.perf_counter() - t) / len(cells)
+                    bar.update(len(cells), split_best_accuracy=f"{np.nanmax(scores[s]):.3f}")
                     continue
                 est = self._make_base(graph)
                 est.set_params(class_prior=priors[iq])
@@ -461,6 +474,8 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
                     n_iters[s, c] = est.n_iter_
                     score(s, c, est.decision_function(Xte), yte)
                     fit_times[s, c] = time.perf_counter() - t
+                    bar.update(1, split_best_accuracy=f"{np.nanmax(scores[s]):.3f}")
+        bar.close()
         mean = scores.mean(axis=0)
         mean_hinge = hinges.mean(axis=0)
         # rank by accuracy, ties (frequent on a few validation rows) by the mean hinge loss
