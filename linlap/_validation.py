@@ -1,11 +1,13 @@
-"""Parameter checks shared by the estimators (messages name the parameter and its value)."""
+"""Parameter checks shared by the estimators, the datasets and the distributed readers
+(messages name the parameter and its value)."""
 
 import numbers
 
 import numpy as np
 
-__all__ = ["is_int", "check_nonnegative", "check_tol", "check_positive_int", "check_graph_param",
-           "check_extreme_values", "check_flags", "check_verbose"]
+__all__ = ["is_int", "check_int", "check_real", "check_nonnegative", "check_tol",
+           "check_positive_int", "check_graph_param", "check_extreme_values", "check_flags",
+           "check_verbose"]
 
 #: Largest |x| the solvers accept: their sums of squares (‖X p‖², CG's ‖A p‖²) stay far
 #: from float64 overflow below it, and no document feature comes near it.
@@ -17,13 +19,39 @@ def is_int(x):
     return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
 
 
+def check_int(name, value, low=1, high=None):
+    """``value`` as an int, if it is an integer (not a bool) ``>= low`` and, unless
+    ``high`` is None, ``<= high``; else ValueError naming the parameter ``name``."""
+    if not is_int(value) or value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be an integer {bound}, got {value!r}.")
+    return int(value)
+
+
+def check_real(name, value, low=-np.inf, high=np.inf, *, low_open=False, high_open=False):
+    """``value`` as a float, if it is a finite real number (not a bool) between ``low``
+    and ``high``, each included unless ``low_open`` / ``high_open``; else ValueError
+    naming the parameter ``name``."""
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+          and np.isfinite(value))
+    if ok:
+        v = float(value)
+        ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
+    if not ok:
+        if high == np.inf:
+            bound = f"{'>' if low_open else '>='} {low}"
+        elif low == -np.inf:
+            bound = f"{'<' if high_open else '<='} {high}"
+        else:
+            bound = f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}.")
+    return v
+
+
 def check_nonnegative(est, *names):
     """Each named parameter is a finite real number >= 0 (not a bool)."""
     for name in names:
-        v = getattr(est, name)
-        if (not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_))
-                or not np.isfinite(v) or v < 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        check_real(name, getattr(est, name), 0)
 
 
 def check_tol(est):
@@ -53,9 +81,7 @@ def check_verbose(est):
 def check_positive_int(est, *names):
     """Each named parameter is an integer >= 1 (not a bool)."""
     for name in names:
-        v = getattr(est, name)
-        if not isinstance(v, numbers.Integral) or isinstance(v, (bool, np.bool_)) or v < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {v!r}.")
+        check_int(name, getattr(est, name), 1)
 
 
 def check_graph_param(est):

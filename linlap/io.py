@@ -113,12 +113,19 @@ def _decoded_lines(path):
             if first and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             first = False
-            try:
-                yield number, raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}, line {number}: not valid UTF-8 text (byte "
-                                 f"{raw[exc.start]:#04x} at column {exc.start + 1}); "
-                                 f"re-encode the file as UTF-8") from None
+            yield number, _decode_line(path, number, raw)
+
+
+def _decode_line(path, number, raw):
+    """The bytes ``raw`` of line ``number`` of ``path`` as text; non-UTF-8 bytes raise
+    ValueError naming the file, the line and the column (also used by
+    :mod:`linlap.distributed.text`)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}, line {number}: not valid UTF-8 text (byte "
+                         f"{raw[exc.start]:#04x} at column {exc.start + 1}); "
+                         f"re-encode the file as UTF-8") from None
 
 
 def _old_mac_line_ends(line):

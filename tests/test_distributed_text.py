@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 
 import numpy as np
@@ -230,3 +231,33 @@ def test_script_end_to_end(client, tmp_path, capsys):
     assert acc >= 0.95  # two disjoint vocabularies: the graph separates them
     pred = out.read_text().split()
     assert len(pred) == 80 and set(pred) == set(topics)
+
+
+def test_jsonl_line_not_utf8_same_message_as_linlap_fit(tmp_path):
+    """A worker refuses a non-UTF-8 JSON line with the message of ``linlap fit``'s reader."""
+    from linlap.io import read_all
+
+    path = tmp_path / "latin.jsonl"
+    path.write_bytes(b'{"text": "ok"}\n\n{"text": "caf\xe9"}\n')
+    with pytest.raises(ValueError) as worker:
+        read_chunk(jsonl_chunks(path, 1)[1])
+    with pytest.raises(ValueError) as local:
+        read_all(str(path))
+    assert str(worker.value) == str(local.value) == (
+        f"{path}, line 3: not valid UTF-8 text (byte 0xe9 at column 14); re-encode the "
+        f"file as UTF-8")
+
+
+def test_integer_parameters(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"text": "a"}\n{"text": "b"}\n{"text": "c"}\n', encoding="utf-8")
+    assert [c.n_docs for c in jsonl_chunks(path, np.int64(2))] == [2, 1]
+    for bad in (0, True, 1.5, "2", None):
+        with pytest.raises(ValueError, match=rf"^chunk_size must be an integer >= 1, got "
+                                             rf"{re.escape(repr(bad))}\.$"):
+            text_chunks(path, bad)
+    chunks = jsonl_chunks(path)
+    with pytest.raises(ValueError, match=r"^split_every must be an integer >= 2, got 1\.$"):
+        hashing_tfidf_blocks(chunks, split_every=1)
+    with pytest.raises(ValueError, match=r"^n_features must be an integer >= 1, got 2\.0\.$"):
+        hashing_tfidf_blocks(chunks, n_features=2.0)

@@ -245,6 +245,43 @@ def test_parameter_validation(kwargs, match):
             iter_text_corpus(n_docs, **args)
 
 
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(n_docs=0), "n_docs must be an integer >= 1, got 0."),
+    (dict(n_docs=10.5), "n_docs must be an integer >= 1, got 10.5."),
+    (dict(n_docs=True), "n_docs must be an integer >= 1, got True."),
+    (dict(n_features=1), "n_features must be an integer in [2, 2147483647], got 1."),
+    (dict(n_features=2**31), "n_features must be an integer in [2, 2147483647], got 2147483648."),
+    (dict(doc_length=0.5), "doc_length must be a finite number >= 1.0, got 0.5."),
+    (dict(doc_length=np.inf), "doc_length must be a finite number >= 1.0, got inf."),
+    (dict(length_sigma="1"), "length_sigma must be a finite number in [0.0, 5.0], got '1'."),
+    (dict(mixing=False), "mixing must be a finite number in [0.0, 1.0], got False."),
+])
+def test_parameter_messages(kwargs, message):
+    """The integer and real checks are linlap._validation's, with its messages."""
+    args = dict(n_docs=10, n_features=20_000)
+    args.update(kwargs)
+    with pytest.raises(ValueError) as exc:
+        iter_text_corpus(args.pop("n_docs"), **args)
+    assert str(exc.value) == message
+
+
+def test_check_int_is_the_shared_helper():
+    from linlap import _validation
+    from linlap.datasets import synthetic
+
+    assert synthetic.check_int is _validation.check_int
+    assert "check_int" in synthetic.__all__
+    assert synthetic.check_int("n", np.int32(3), 2) == 3
+    assert type(synthetic.check_int("n", np.int32(3), 2)) is int
+    assert _validation.check_real("x", np.float32(0.5), 0, 1, high_open=True) == 0.5
+    with pytest.raises(ValueError, match=r"^x must be a finite number in \(0, 1\), got 1\.$"):
+        _validation.check_real("x", 1, 0, 1, low_open=True, high_open=True)
+    with pytest.raises(ValueError, match=r"^x must be a finite number > 0, got 0\.$"):
+        _validation.check_real("x", 0, 0, low_open=True)
+    with pytest.raises(ValueError, match=r"^x must be a finite number <= 1, got nan\.$"):
+        _validation.check_real("x", float("nan"), high=1)
+
+
 # --------------------------------------------------------------------------- statistics
 
 

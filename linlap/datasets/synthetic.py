@@ -3,10 +3,11 @@ sub-topics per class, in one CSR or streamed in chunks."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from .._validation import check_int, check_real, is_int
+
+# check_int (linlap._validation's) stays importable from here, as before
 __all__ = ["make_text_corpus", "iter_text_corpus", "check_int"]
 
 _CORPUS_BLOCK = 2048  # documents per independently seeded block (fixes the output, not memory)
@@ -14,26 +15,6 @@ _ZIPF_SHIFT = 10.0  # Zipf-Mandelbrot shift q of the background: p(rank r) ~ (r 
 _TOPIC_EXPONENT = 1.0  # Zipf exponent of the word weights inside a topic
 _BETA_STRENGTH = 6.0  # a + b of the Beta law of each document's topic concentration
 _TOPIC_RANKS = (0.002, 0.25)  # topic words are drawn from these frequency-rank quantiles
-
-
-def check_int(name, value, low, high=None):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    value = int(value)
-    if value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be {bound}, got {value}")
-    return value
-
-
-def _check_real(name, value, low, high, *, low_open=False, high_open=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    value = float(value)
-    if value < low or value > high or (low_open and value == low) or (high_open and value == high):
-        lo, hi = ("(" if low_open else "["), (")" if high_open else "]")
-        raise ValueError(f"{name} must be in {lo}{low}, {high}{hi}, got {value}")
-    return value
 
 
 def _corpus_entropy(random_state):
@@ -44,7 +25,7 @@ def _corpus_entropy(random_state):
         return int(random_state.integers(2**63))
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(2**31 - 1))
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+    if is_int(random_state):
         if random_state < 0:
             raise ValueError(f"random_state must be a non-negative integer, got {random_state}")
         return int(random_state)
@@ -140,12 +121,12 @@ def _corpus_params(n_docs, n_features, n_classes, n_subtopics, doc_length, lengt
         n_features=check_int("n_features", n_features, 2, 2**31 - 1),
         n_classes=check_int("n_classes", n_classes, 2),
         n_subtopics=check_int("n_subtopics", n_subtopics, 1),
-        doc_length=_check_real("doc_length", doc_length, 1.0, np.inf, high_open=True),
-        length_sigma=_check_real("length_sigma", length_sigma, 0.0, 5.0),
-        zipf_exponent=_check_real("zipf_exponent", zipf_exponent, 0.0, 10.0),
-        topic_concentration=_check_real("topic_concentration", topic_concentration, 0.0, 1.0),
-        class_word_share=_check_real("class_word_share", class_word_share, 0.0, 1.0),
-        mixing=_check_real("mixing", mixing, 0.0, 1.0),
+        doc_length=check_real("doc_length", doc_length, 1.0),
+        length_sigma=check_real("length_sigma", length_sigma, 0.0, 5.0),
+        zipf_exponent=check_real("zipf_exponent", zipf_exponent, 0.0, 10.0),
+        topic_concentration=check_real("topic_concentration", topic_concentration, 0.0, 1.0),
+        class_word_share=check_real("class_word_share", class_word_share, 0.0, 1.0),
+        mixing=check_real("mixing", mixing, 0.0, 1.0),
         topic_words=check_int("topic_words", topic_words, 1),
         chunk_size=check_int("chunk_size", chunk_size, 1),
     )

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..io import _jsonl_record
+from .._validation import check_int
+from ..io import _decode_line, _jsonl_record
 
 __all__ = ["TextChunk", "text_dir_chunks", "jsonl_chunks", "text_chunks", "read_chunk",
            "hashing_tfidf_blocks"]
@@ -85,12 +86,6 @@ class TextChunk:
     unlabeled_label: object = field(default=None)
 
 
-def _check_int(value, name, low=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
-    return int(value)
-
-
 def _existing(path, want_dir):
     path = os.path.abspath(os.fspath(path))
     if not os.path.exists(path):
@@ -135,7 +130,7 @@ def text_dir_chunks(path, chunk_size=1000, *, unlabeled_dir="unlabeled", encodin
     ValueError
         If `path` is not a directory or holds no file.
     """
-    chunk_size = _check_int(chunk_size, "chunk_size")
+    chunk_size = check_int("chunk_size", chunk_size)
     path = _existing(path, want_dir=True)
     try:
         codecs.lookup(encoding)  # an unknown encoding fails here, not on the workers
@@ -207,7 +202,7 @@ def jsonl_chunks(path, chunk_size=1000, *, text_column="text", label_column="lab
     ValueError
         If `path` is a directory or holds no non-blank line.
     """
-    chunk_size = _check_int(chunk_size, "chunk_size")
+    chunk_size = check_int("chunk_size", chunk_size)
     path = _existing(path, want_dir=False)
     if unlabeled_label is not None:
         unlabeled_label = str(unlabeled_label).strip()
@@ -277,14 +272,10 @@ def _read_jsonl_range(chunk):
                 break
             offset += len(raw)
             if not _blank(raw):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise ValueError(f"{chunk.path}, line {number}: not valid UTF-8 text "
-                                     f"(byte {raw[exc.start]:#04x} at column {exc.start + 1}); "
-                                     f"re-encode the file as UTF-8") from None
-                text, label, _ = _jsonl_record(chunk.path, number, line, chunk.text_column,
-                                               chunk.label_column, chunk.unlabeled_label)
+                text, label, _ = _jsonl_record(chunk.path, number,
+                                               _decode_line(chunk.path, number, raw),
+                                               chunk.text_column, chunk.label_column,
+                                               chunk.unlabeled_label)
                 texts.append(text)
                 labels.append(label)
             number += 1
@@ -463,8 +454,8 @@ def hashing_tfidf_blocks(chunks, *, n_features=2**20, sublinear_tf=True, smooth_
         raise ValueError(f"HashingVectorizer parameters {sorted(fixed)} are fixed here "
                          f"(alternate_sign=False, norm=None, float64 counts; n_features "
                          f"is a keyword of its own).")
-    split_every = _check_int(split_every, "split_every", 2)
-    n_features = _check_int(n_features, "n_features")
+    split_every = check_int("split_every", split_every, 2)
+    n_features = check_int("n_features", n_features)
     hasher = HashingVectorizer(n_features=n_features, alternate_sign=False, norm=None,
                                stop_words=stop_words, ngram_range=ngram_range,
                                **hashing_params)
