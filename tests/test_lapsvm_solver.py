@@ -240,6 +240,60 @@ def test_gamma_I_zero_is_supervised_l2svm():
             np.testing.assert_allclose(sol.intercept[j], z[-1], rtol=1e-6, atol=1e-8)
 
 
+
+# -- T⁻¹ with large feature values and a tiny γ_A ----------------------------------------
+def large_feature_problem(seed, scale, crash=False):
+    """l = 20 labeled rows of d = 3 features of magnitude ``scale`` (the reviewer's cases)."""
+    rng = np.random.default_rng(seed)
+    X = (np.abs(rng.standard_normal((40, 3))) + 0.1) * scale
+    if crash:   # labels drawn as in the reviewer's crash search
+        y = np.full(40, -1)
+        lab = rng.choice(40, 20, replace=False)
+        y[lab] = rng.integers(0, 2, 20)
+        y[lab[:2]] = [0, 1]
+        lab = np.flatnonzero(y != -1)
+        return X, lab, np.where(y[lab] == 1, 1.0, -1.0)
+    lab = rng.choice(40, 20, replace=False)
+    t = np.sign(rng.standard_normal(20))
+    t[0], t[1] = 1, -1
+    return X, lab, t
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("case", [(3, 1e4, 1e-8, False, True), (22, 1e4, 1e-8, False, False),
+                                  (24, 1e6, 1e-4, True, False), (30, 1e4, 1e-8, True, False)])
+def test_tinv_squared_hinge_exact_on_large_features(case, sparse):
+    # l > d and ‖x‖² ≫ l γ_A: the l × l Newton system X̂_I X̂_Iᵀ + l γ_A I (rank 3, condition
+    # ~1e20) was singular in float64 — a LinAlgError (seed 3), or a model worse than w = 0
+    # (J 2.38 against 0.974, seed 22) or w = 0 itself (seed 24) with a ConvergenceWarning.
+    # QR of the stacked ridge least squares in the row space keeps the condition unsquared.
+    seed, scale, gA, fit_intercept, crash = case
+    X, lab, t = large_feature_problem(seed, scale, crash)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sol = lapsvm_tinv(sp.csr_matrix(X) if sparse else X, t, lab, None, gamma_A=gA,
+                          gamma_I=0.0, scale=1.0, fit_intercept=fit_intercept)
+    assert sol.converged and sol.residual < 1e-8
+    check_against(sol, X, np.zeros((40, 40)), lab, t[:, None], 1.0, fit_intercept,
+                  gA=gA, gI=0.0)
+    newton = lapsvm_newton(X, t, lab, None, gamma_A=gA, gamma_I=0.0, scale=1.0,
+                           fit_intercept=fit_intercept, tol=1e-10)
+    J = [lapsvm_objective(X, t, lab, None, m.coef[0], m.intercept[0], gamma_A=gA,
+                          gamma_I=0.0, scale=1.0)[0] for m in (sol, newton)]
+    assert J[0] <= J[1] * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("normalized", [False, True])
+def test_tinv_with_fewer_labeled_rows_than_features(fit_intercept, normalized):
+    # l < d: the l-row problem is solved in the span of the rows (QR of X̂ᵀ)
+    X, L, labeled, T = random_problem(n=40, d=30, l=8, k=2, seed=5, normalized=normalized)
+    s = 1.0 / np.trace(L)
+    sol = lapsvm_tinv(X, T, labeled, lambda F: L @ F, gamma_A=GA, gamma_I=GI, scale=s,
+                      fit_intercept=fit_intercept, tol=1e-10)
+    assert sol.converged
+    check_against(sol, dense(X), L, labeled, T, s, fit_intercept)
+
 # -- class-balance constraint -----------------------------------------------------------
 @pytest.mark.parametrize("sparse", [True, False])
 @pytest.mark.parametrize("k", [1, 3])
@@ -374,6 +428,39 @@ def test_line_search_step_beyond_one_and_no_descent():
     # moving away from the targets: no descent, step 0
     assert squared_hinge_line_search(y, o, o - 1.0, 0.0, 0.0, 2) == 0.0
 
+
+
+@pytest.mark.parametrize("seed", [14, 40, 50])
+def test_newton_small_gamma_A_stops_near_the_minimum(seed):
+    # a user's small γ_A (≤ 1e-5): CG's relative residual 1e-4 left the objective 0.3–5.6 %
+    # above its minimum with converged=True (CG barely moved from its warm start and the
+    # step was accepted); a stop is now refused until the residual bounds the gap
+    from sklearn.preprocessing import normalize
+    from linlap import KNNGraph
+    from reference import blobs
+
+    rng = np.random.default_rng(seed)   # the reviewer's generator (fuzz_gammas.py)
+    n, d = int(rng.integers(80, 200)), int(rng.integers(6, 40))
+    X, yt = blobs(n=n, d=d, n_classes=2, seed=seed, sparse=True,
+                  noise=float(rng.uniform(0.2, 1.5)))
+    X = normalize(X)
+    perm = rng.permutation(n)
+    per = int(rng.integers(5, 40))
+    labeled = np.concatenate([perm[yt[perm] == c][:per] for c in (0, 1)])
+    gA = float(10 ** rng.uniform(-6, -1))
+    gI = float(10 ** rng.uniform(-3, 2)) if rng.random() < 0.8 else 0.0
+    g = KNNGraph(n_neighbors=min(10, n - 1), power=int(rng.integers(1, 6))).fit(X)
+    assert gA < 1e-5
+    t = np.where(yt[labeled] == 1, 1.0, -1.0)
+    Lp, s = g.laplacian_matrix().toarray(), g.scale_
+    sol = lapsvm_newton(X, t, labeled, g.laplacian_matvec, gamma_A=gA, gamma_I=gI, scale=s,
+                        tol=1e-4, max_iter=50)
+    assert sol.converged
+    z = reference(dense(X), Lp, labeled, t, gA, gI, s)
+    J_ref = ref_J_grad(z, _augment(dense(X), True), Lp, labeled, t, gA, gI, s, d)[0]
+    J_sol = lapsvm_objective(dense(X), t, labeled, lambda F: Lp @ F, sol.coef[0],
+                             sol.intercept[0], gamma_A=gA, gamma_I=gI, scale=s)[0]
+    assert J_sol <= J_ref * (1 + 1e-3)
 
 # -- iterations, warm start, matvec sharing, warnings ----------------------------------
 def test_warm_start_takes_fewer_newton_steps():

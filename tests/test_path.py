@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
 from linlap import KNNGraph, LapSVMClassifier
@@ -441,3 +442,145 @@ def test_free_bias_paths_run_to_the_end():
         p = lapsvm_path(X, y, g, rho=1e-2, lambda_min_ratio=1e-3)
         assert p.status == "ok", (seed, p.status, p.lambdas[-1])
         assert p.complete or p.lambdas[-1] <= 1.001e-3 * p.lambdas[0]
+
+
+# -- accuracy of the reduction on badly scaled X, and the constant path ------------------
+def hinge_J(Xd, Lp, s, lab, t, w, b, gA, gI):
+    f = Xd @ w + b
+    return np.maximum(0, 1 - t * f[lab]).mean() + gA * w @ w + gI * s * f @ Lp @ f
+
+
+def scaled_problem(seed, n=40, d=6):
+    """The reviewer's problem: nonnegative X with an offset column, 8 labeled rows."""
+    rng = np.random.default_rng(seed)
+    X = np.abs(rng.standard_normal((n, d))) * (rng.random((n, d)) < 0.6)
+    X[:, 0] += 0.1
+    y = np.full(n, -1)
+    lab = rng.choice(n, 8, replace=False)
+    y[lab] = rng.integers(0, 2, 8)
+    y[lab[:2]] = [0, 1]
+    return X, y
+
+
+@pytest.mark.parametrize("c", [1e4, 1e5])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gram_path_exact_on_scaled_X(c, sparse):
+    # |X| ~ c with d < n: K = XXᵀ has rank d, so the n × n C = ρI + s L^pK of the push-through
+    # had condition ~c²/ρ that A does not have, and its LU lost the path (objective 72 %
+    # above the minimum at c = 1e4, 74× at c = 1e5, status 'ok'); the d × d Cholesky of A
+    # keeps every point the minimiser
+    rho = 1e-5
+    for seed in (3, 8):
+        X0, y = scaled_problem(seed)
+        X = X0 * c
+        Xin = sp.csr_matrix(X) if sparse else X
+        g = KNNGraph(n_neighbors=7).fit(X)
+        Lp, s = g.laplacian_matrix().toarray(), g.scale_
+        lab = np.flatnonzero(y != -1)
+        t = np.where(y[lab] == 1, 1.0, -1.0)
+        path = lapsvm_path(Xin, y, g, rho=rho)    # 'auto' takes 'gram' here
+        assert path.reduction.method == "gram" and path.status == "ok"
+        for lam in np.geomspace(path.lambdas[0], 1e-3 * path.lambdas[0], 4):
+            gI, gA = lam / (2 * lab.size), rho * lam / (2 * lab.size)
+            w, b = path.coef_at(lam)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                ref = LapSVMClassifier(gA, gI, graph=g, solver="tinv", loss="hinge",
+                                       tol=1e-10).fit(Xin, y)
+            J_path = hinge_J(X, Lp, s, lab, t, w, b, gA, gI)
+            J_ref = hinge_J(X, Lp, s, lab, t, ref.coef_[0], ref.intercept_[0], gA, gI)
+            # no lower than the minimum J: at most the reference's (liblinear stops ~1e-5
+            # above it at these scales)
+            assert J_path <= J_ref * (1 + 1e-7), (seed, lam, J_path, J_ref)
+
+
+def test_gram_reduction_of_wide_X_with_unequal_column_scales():
+    # d > n, columns of scales 1e-6…1e6: the LU of the n × n C lost V = A^{-1}X_lᵀ (backward
+    # error 1e-9, G asymmetric to 1e-2); the asymmetry sends the reduction to the d × d
+    # Cholesky, backward stable
+    rng = np.random.default_rng(0)
+    n, d, rho = 30, 60, 1e-5
+    X = np.abs(rng.standard_normal((n, d))) * (rng.random((n, d)) < 0.6)
+    X[:, 0] += 0.1
+    X *= 10.0 ** rng.uniform(-6, 6, d)
+    g = KNNGraph(n_neighbors=7).fit(X)
+    lab = rng.choice(n, 8, replace=False)
+    red = path_reduction(X, lab, g.laplacian_matvec, g.scale_, rho=rho, method="gram")
+    A = g.scale_ * X.T @ g.laplacian_matrix().toarray() @ X + rho * np.eye(d)
+    R = A @ red.V - X[lab].T
+    backward = np.linalg.norm(R) / (np.linalg.norm(A) * np.linalg.norm(red.V)
+                                    + np.linalg.norm(X[lab]))
+    assert backward < 1e-13
+    # with A over the budget the n × n result stays, with a warning
+    with pytest.warns(RuntimeWarning, match="lost accuracy"):
+        path_reduction(X, lab, g.laplacian_matvec, g.scale_, rho=rho, method="gram",
+                       memory_budget=3 * 8 * n * n)
+
+
+def test_reduction_cg_equals_gram_for_wide_X():
+    # d > n: 'gram' is the n × n push-through LU
+    X, y, graph = problem(n=30, d=45, seed=16, normalized=True)
+    lab = np.flatnonzero(y != -1)
+    r1 = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=0.01,
+                        method="gram")
+    r2 = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=0.01,
+                        method="cg", tol=1e-13)
+    np.testing.assert_allclose(r1.G, r2.G, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(r1.V, r2.V, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(r1.u, r2.u, rtol=1e-7, atol=1e-9)
+    assert r1.q == pytest.approx(r2.q, rel=1e-8)
+
+
+def test_round_off_start_is_no_breakpoint():
+    # Q1 = YGy vanishes when one document is labeled with both classes: α = 1 and w = 0,
+    # b = 0 at every λ. A round-off max of Q1 (1e-14) was taken for the first breakpoint and
+    # followed into the round-off of G
+    rng = np.random.default_rng(0)
+    Xl = rng.random((2, 5))
+    Xl[1] = Xl[0]
+    G = Xl @ np.linalg.inv(0.1 * np.eye(5) + np.diag(rng.random(5))) @ Xl.T
+    G += 1e-15 * np.abs(G).max() * np.array([[1.0, -0.3], [-0.3, -0.7]])   # round-off
+    t = np.array([-1.0, 1.0])
+    raw = follow_path(np.outer(t, t) * G, t, free_bias=False)
+    assert raw["lambdas"].tolist() == [1.0] and raw["complete"] and raw["status"] == "ok"
+    assert raw["zero_model"]
+    # a near-duplicate (1e-6 apart) is a real breakpoint, however small
+    Xl[1] = Xl[0] * (1 + 1e-6 * rng.standard_normal(5))
+    G = Xl @ np.linalg.inv(0.1 * np.eye(5) + np.diag(rng.random(5))) @ Xl.T
+    raw = follow_path(np.outer(t, t) * G, t, free_bias=False)
+    assert not raw["zero_model"]
+    assert raw["lambdas"][0] == pytest.approx((np.outer(t, t) * G).sum(axis=1).max())
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+@pytest.mark.parametrize("method", ["gram", "cg"])
+def test_conflicting_labels_give_the_zero_model(normalized, method):
+    # a document labeled with both classes (d > n: the n × n reduction leaves Q1 ~ 1e-8):
+    # J = 1 at w = 0 is the minimum at every λ; the old path broke at λ⁰ = 5e-9 and gave
+    # |w| = 3e5 at its end
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.standard_normal((30, 44))) + 0.1
+    X[1] = X[0]
+    y = np.full(30, -1)
+    y[0], y[1] = 0, 1
+    g = KNNGraph(n_neighbors=5, normalized=normalized).fit(X)
+    path = lapsvm_path(X, y, g, rho=1e-2, fit_intercept=False, method=method)
+    for lam in (1e-12, 1e-6, 1.0, 1e3):
+        w, b = path.coef_at(lam)
+        assert not np.any(w) and b == 0.0
+    assert not np.any(path.decision_labeled([1e-9, 1.0]))
+    assert path.zero_model and path.status == "ok" and path.lambdas.tolist() == [1.0]
+
+
+def test_gram_reduction_warns_when_A_is_numerically_indefinite():
+    # a constant feature of 1e8 with D − W (L1 = 0) and ρ = 1e-10: A_00 = ρ drowns in the
+    # round-off of s c² 1ᵀL1, Cholesky fails; its eigenvalues are clipped at ρ, with a warning
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.standard_normal((40, 5))) + 0.1
+    X[:, 0] = 1e8
+    g = KNNGraph(n_neighbors=5, normalized=False).fit(X)
+    with pytest.warns(RuntimeWarning, match="not numerically positive definite"):
+        red = path_reduction(X, np.arange(4), g.laplacian_matvec, g.scale_, rho=1e-10,
+                             method="gram", fit_intercept=False)
+    ev = np.linalg.eigvalsh(red.G)
+    assert np.all(np.isfinite(red.G)) and ev.min() >= -1e-12 * ev.max()   # PSD

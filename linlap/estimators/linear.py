@@ -68,6 +68,10 @@ class LapRLSClassifier(LinearLapClassifier):
         Fit the unpenalised bias b.
     tol : float, default=1e-4
         CG stops when the relative residual of the normal equations is below tol.
+        That bounds the residual, not the objective gap: the gap is up to about the
+        squared residual over γ_A, so with a small user-chosen ``gamma_A`` (below
+        ~1e-5) J can stop several percent above its minimum; use a smaller tol
+        (e.g. 1e-8) there. At the 'scaled' defaults J comes within ~1e-7.
     max_iter : int, default=1000
         Maximum CG iterations.
     warm_start : bool, default=False
@@ -196,9 +200,15 @@ class LapSVMClassifier(LinearLapClassifier):
         Marker of unlabeled rows in ``y``.
     fit_intercept : bool, default=True
     tol : float, default=1e-4
-        Newton: CG tolerance of the final steps, slack of the optimality check, and
-        the relative decrease of J below which a class stops. T⁻¹: tolerance of the
-        l-row SVM solver.
+        Newton: CG tolerance of the final steps (a relative residual), slack of the
+        optimality check (in margin units), and the relative decrease of J below
+        which a class stops; a stop whose CG residual cannot bound the objective gap
+        within 100·tol·J (worst case, small ``gamma_A``) is refused and solved more
+        tightly. T⁻¹: tolerance of the l-row SVM solver (the squared hinge's
+        optimality slack, in margin units). None of these is the objective gap
+        itself: when J is tiny (nearly separable labeled rows) or ``gamma_A`` small
+        (below ~1e-5), J can stop a few percent above its minimum at 1e-4; use a
+        smaller tol (e.g. 1e-8) there. At the 'scaled' defaults J comes within ~1e-7.
     max_iter : int, default=50
         Newton steps (also for 'tinv' with the squared hinge); for 'tinv' with the
         hinge, liblinear's passes over the l rows, at least ``LIBLINEAR_MIN_PASSES``

@@ -55,9 +55,10 @@ def lapsvm_path(X, y, graph, *, rho, unlabeled=-1, kernel=None, fit_intercept=Tr
     kernel : None or 'precomputed'
     fit_intercept : bool, default=True
     method : {'auto', 'gram', 'cg'}, default='auto'
-        How ``A^{-1}X_lᵀ`` is computed in the linear mode: 'gram' by an n × n LU
-        (push-through; fast for n up to a few thousand), 'cg' by one batched CG with
-        l + 1 columns (large n); 'auto' picks 'gram' when it fits ``memory_budget``.
+        How ``A^{-1}X_lᵀ`` is computed in the linear mode: 'gram' directly — by the
+        Cholesky of the d × d ``A`` when d ≤ n, else by an n × n LU (push-through) —
+        fast for n or d up to a few thousand; 'cg' by one batched CG with l + 1 columns
+        (large n and d); 'auto' picks 'gram' when its dense arrays fit ``memory_budget``.
     lambda_min : float, optional
         End of the path (default ``lambda_min_ratio · λ⁰``).
     max_steps : int, optional
@@ -133,7 +134,8 @@ class LapSVMPathClassifier(LinearLapClassifier):
     max_iter : int, default=5000
         CG iterations (method 'cg').
     memory_budget : int, default=2**30
-        Bytes for the n × n arrays of method 'gram'.
+        Bytes for the dense arrays of method 'gram' (X, L^pX and two d × d arrays when
+        d ≤ n, else three n × n arrays).
     verbose : int, default=0
 
     Attributes

@@ -157,61 +157,97 @@ def tinv_factor(X, laplacian_matvec, *, gamma_A, gamma_I, scale, fit_intercept=T
     return TinvFactor(R, u, float(q), bool(bias_free), ratio, bool(fit_intercept), n)
 
 
-def _l2svm_dual_space(G, y, a, lam, q, tol, max_iter):
-    """Exact minimiser of the l-row squared-hinge SVM, in the span of the rows.
+def _row_space(Xh):
+    """``(Z, B)`` with ``X̂ = Z Bᵀ``, B (d × r) orthonormal, r = min(l, d); B None means I.
 
-    Minimises ``(1/l) Σ max(0, 1 − y_i f_i)² + lam (‖w̃‖² + q b²)`` with
-    ``f = X̂ w̃ + a b`` over ``w̃ = X̂ᵀβ`` (the minimiser lies in that span), i.e. over
-    (β, b) with ``f = Gβ + a b``, ``G = X̂X̂ᵀ``. Finite Newton with dense solves:
-    for the active set I the stationarity conditions give ``β`` supported on I and
-
-        [[G_II + l·lam I, a_I], [a_Iᵀ, −q]] [β_I; b] = [y_I; 0],
-
-    nonsingular for q ≥ 0 (b drops when ``a`` is None: no intercept). A Newton
-    point consistent with its own active set (to ``tol``) is the minimiser;
-    otherwise an exact line search. Finite termination; exact up to round-off.
-
-    Returns β (l,), b, Newton steps, converged, relative gradient norm.
+    The l-row minimiser lies in the row space of X̂, so ``w̃ = B c`` with ``‖w̃‖ = ‖c‖`` and
+    ``f = Z c``: the problem in c has r ≤ l unknowns. The QR of X̂ᵀ (l < d) is backward
+    stable and does not square X̂ as its Gram matrix ``X̂X̂ᵀ`` would.
     """
-    l = y.size
-    beta, b, o = np.zeros(l), 0.0, np.zeros(l)
+    l, d = Xh.shape
+    if l >= d:
+        return Xh, None
+    B, Rq = np.linalg.qr(Xh.T)
+    return Rq.T, B
+
+
+def _l2svm_objective(y, o, c, b, lam, q):
+    xi = np.maximum(0.0, 1.0 - y * o)
+    return xi @ xi / y.size + lam * (c @ c + q * b * b)
+
+
+def _l2svm(Z, y, a, lam, q, tol, max_iter):
+    """Exact minimiser of the l-row squared-hinge SVM in the row space of X̂.
+
+    Minimises ``(1/l) Σ max(0, 1 − y_i f_i)² + lam (‖c‖² + q b²)`` with ``f = Z c + a b``
+    (``w̃ = B c``, see :func:`_row_space`). Finite Newton: the Newton point for the active
+    set I is the ridge least-squares solution
+
+        min ‖Z_I c + a_I b − y_I‖² + l·lam (‖c‖² + q b²),
+
+    solved by QR of the stacked matrix ``[[Z_I, a_I], [√(l·lam) I, 0], [0, √(l·lam·q)]]``
+    (b dropped without intercept). That matrix has full column rank (lam > 0; the bias
+    column holds a_I or √q), and QR keeps its condition where the normal equations — or
+    the l × l system of ``X̂X̂ᵀ + l·lam I`` — square it: with ‖X‖ ~ 10⁴ and lam ~ 10⁻⁸
+    the squared system is singular in float64. A Newton point consistent with its own
+    active set (to ``tol``) is the minimiser; otherwise an exact line search. The best
+    iterate is returned, so the result is never worse than the start (c, b) = 0.
+
+    Returns c (r,), b, Newton steps, converged, relative gradient norm.
+    """
+    l, r = Z.shape
+    c, b, o = np.zeros(r), 0.0, np.zeros(l)
+    mu = l * lam
+    best = (_l2svm_objective(y, o, c, b, lam, q), c, b, o)
     converged = False
     for it in range(1, max_iter + 1):
         I = np.flatnonzero(y * o < 1)
-        beta_bar, b_bar = np.zeros(l), b
-        if a is None:
-            if I.size:
-                beta_bar[I] = np.linalg.solve(G[np.ix_(I, I)] + l * lam * np.eye(I.size), y[I])
-        elif I.size or q > 0:
-            K = np.zeros((I.size + 1, I.size + 1))
-            K[:-1, :-1] = G[np.ix_(I, I)] + l * lam * np.eye(I.size)
-            K[:-1, -1] = K[-1, :-1] = a[I]
-            K[-1, -1] = -q
-            sol = np.linalg.solve(K, np.append(y[I], 0.0))
-            beta_bar[I], b_bar = sol[:-1], sol[-1]
-        # (no active row and a free bias: the Newton point keeps b, with β = 0)
-        o_bar = G @ beta_bar + (0.0 if a is None else a * b_bar)
+        if a is None or (I.size == 0 and q == 0):
+            # (no active row and a free bias: the Newton point keeps b, with c = 0)
+            M = np.vstack([Z[I], np.sqrt(mu) * np.eye(r)])
+            c_bar = _least_squares(M, np.r_[y[I], np.zeros(r)])
+            b_bar = b
+        else:
+            M = np.zeros((I.size + r + 1, r + 1))
+            M[:I.size, :r], M[:I.size, r] = Z[I], a[I]
+            M[I.size:I.size + r, :r] = np.sqrt(mu) * np.eye(r)
+            M[-1, r] = np.sqrt(mu * q)
+            sol = _least_squares(M, np.r_[y[I], np.zeros(r + 1)])
+            c_bar, b_bar = sol[:r], sol[r]
+        o_bar = Z @ c_bar + (0.0 if a is None else a * b_bar)
         yo_bar = y * o_bar
         inside = np.zeros(l, dtype=bool)
         inside[I] = True
         if np.all(yo_bar[inside] <= 1 + tol) and np.all(yo_bar[~inside] >= 1 - tol):
-            beta, b, o = beta_bar, b_bar, o_bar
+            c, b, o = c_bar, b_bar, o_bar
             converged = True
+        else:
+            d_c, d_b = c_bar - c, b_bar - b
+            slope = 2 * lam * (c @ d_c + q * b * d_b)
+            curv = lam * (d_c @ d_c + q * d_b * d_b)
+            delta = squared_hinge_line_search(y, o, o_bar, slope, curv, l)
+            c, b, o = c + delta * d_c, b + delta * d_b, o + delta * (o_bar - o)
+        J = _l2svm_objective(y, o, c, b, lam, q)
+        if J <= best[0]:
+            best = (J, c, b, o)
+        if converged:
             break
-        d_beta, d_b = beta_bar - beta, b_bar - b
-        Gd = G @ d_beta
-        slope = 2 * lam * (beta @ Gd + q * b * d_b)
-        curv = lam * (d_beta @ Gd + q * d_b * d_b)
-        delta = squared_hinge_line_search(y, o, o_bar, slope, curv, l)
-        beta, b, o = beta + delta * d_beta, b + delta * d_b, o + delta * (o_bar - o)
-    # Relative gradient norm in (w̃, b): ∇_w̃ = X̂ᵀ g with g = (2/l) residual + 2 lam β.
-    r = np.where(y * o < 1, o - y, 0.0)
-    g = 2.0 / l * r + 2 * lam * beta
-    g0 = -2.0 / l * y
-    num = g @ G @ g + (0.0 if a is None else (2.0 / l * a @ r + 2 * lam * q * b) ** 2)
-    den = g0 @ G @ g0 + (0.0 if a is None else (2.0 / l * a @ y) ** 2)
-    residual = float(np.sqrt(max(num, 0.0) / den)) if den > 0 else 0.0
-    return beta, b, it, converged, residual
+    _, c, b, o = best
+    # Relative gradient norm in (c, b) (= in (w̃, b)), against the gradient at the start 0.
+    res = 2.0 / l * np.where(y * o < 1, o - y, 0.0)
+    g_c, g0_c = Z.T @ res + 2 * lam * c, -2.0 / l * (Z.T @ y)
+    num, den = g_c @ g_c, g0_c @ g0_c
+    if a is not None:
+        num += (a @ res + 2 * lam * q * b) ** 2
+        den += (2.0 / l * a @ y) ** 2
+    residual = float(np.sqrt(num / den)) if den > 0 else 0.0
+    return c, b, it, converged, residual
+
+
+def _least_squares(M, rhs):
+    """Full-column-rank least squares by QR (the condition of M, not of MᵀM)."""
+    Qm, Rm = np.linalg.qr(M)
+    return sla.solve_triangular(Rm, Qm.T @ rhs, check_finite=False)
 
 
 def _l1svm(Xh, G, y, a, lam, q, bias_free, tol, max_iter):
@@ -281,7 +317,9 @@ def lapsvm_tinv(
     ``w = R^{-1}w̃ − b u``.
 
     The l-row problem is solved exactly: the squared hinge by a dense finite Newton
-    in the span of the l rows (Gram matrix ``X̂X̂ᵀ``, exact line search); the hinge
+    in the row space of X̂ (min(l, d) unknowns; each Newton point a ridge least-squares
+    problem solved by QR, which does not square the condition as ``X̂X̂ᵀ`` would; exact
+    line search; never an iterate worse than w = 0, b = 0); the hinge
     by libsvm (``SVC(kernel='precomputed')``, its intercept unpenalised) when the
     bias is free, else by liblinear (``LinearSVC(loss='hinge')`` without intercept,
     the penalised bias as a feature ``a/√q_S``), both with ``C = 1/(2 l γ_A)``
@@ -347,17 +385,19 @@ def lapsvm_tinv(
     Xl = X[rows]
     Xl = Xl.toarray() if sp.issparse(Xl) else np.asarray(Xl, dtype=np.float64)
     Xh = sla.solve_triangular(factor.R, Xl.T, trans="T", check_finite=False).T  # rows R^{-T}x
-    G = Xh @ Xh.T
     a = 1.0 - Xl @ factor.u if fit_intercept else None
+    if loss == "squared_hinge":
+        Z, B = _row_space(Xh)
+    else:
+        G = Xh @ Xh.T
 
     Wt, b = np.zeros((d, k)), np.zeros(k)
     n_iter, converged, residual = 0, True, 0.0
     for j in range(k):
         y = Y[:, j]
         if loss == "squared_hinge":
-            beta, b[j], it, ok, res = _l2svm_dual_space(G, y, a, gamma_A, factor.q, tol,
-                                                        max_iter)
-            Wt[:, j] = Xh.T @ beta
+            c, b[j], it, ok, res = _l2svm(Z, y, a, gamma_A, factor.q, tol, max_iter)
+            Wt[:, j] = c if B is None else B @ c
             residual = max(residual, res)
         else:
             Wt[:, j], b[j], it, ok = _l1svm(Xh, G, y, a, gamma_A, factor.q, factor.bias_free,

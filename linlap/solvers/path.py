@@ -38,9 +38,12 @@ gives the same w, b.
 
 Computing Q. Only ``V = A^{-1}X_lᵀ`` (d × l) and ``u`` are needed:
 
-* ``method='gram'``: the push-through identity ``A^{-1}Xᵀ = Xᵀ(ρI + s L^p K)^{-1}``
-  with ``K = XXᵀ`` (n × n) — one dense LU of an n × n matrix (seed 000's P matrix with
-  the linear kernel). Fast for n up to a few thousand whatever d is.
+* ``method='gram'``, dense direct: for d ≤ n the Cholesky of A (d × d); for d > n the
+  push-through identity ``A^{-1}Xᵀ = Xᵀ(ρI + s L^p K)^{-1}`` with ``K = XXᵀ`` (n × n) —
+  one dense LU of an n × n matrix (seed 000's P matrix with the linear kernel), redone by
+  the d × d Cholesky when G comes out asymmetric (the LU lost its digits). The LU is not
+  used for d < n: K is singular and the n × n matrix ill-conditioned (~‖X‖²/ρ) where A
+  is not.
 * ``method='cg'``: one batched CG with l + 1 right-hand sides on ``A`` through products
   with X and L^p (never a d × d matrix), for large n.
 * kernel mode (``kernel='precomputed'``, X is an n × n Gram matrix K):
@@ -300,12 +303,14 @@ def follow_path(Q, y, *, free_bias, lambda_min=None, lambda_min_ratio=1e-6, max_
     of index arrays), 'events' (list of str), 'slope0' (dα₀/dλ above λ⁰), 'init'
     ('lemma1', 'lemma2' or 'all-ones'), 'complete' (no event between the last breakpoint
     and 0: the last segment extends exactly to λ → 0), 'status' ('ok', 'max_steps',
-    'degenerate').
+    'degenerate'), 'zero_model' (all-ones start with Q1 = 0 up to round-off: α = 1 and the
+    model is w = 0, b = 0 at every λ).
     """
     y = np.asarray(y, dtype=np.float64)
     l = y.size
     Q = 0.5 * (Q + Q.T)
     raw = _RawPath()
+    zero_model = False
     if free_bias:
         if not (np.any(y > 0) and np.any(y < 0)):
             raise ValueError("The path with a free bias needs labeled rows of both classes.")
@@ -315,6 +320,13 @@ def follow_path(Q, y, *, free_bias, lambda_min=None, lambda_min_ratio=1e-6, max_
         q = Q @ alpha
         lam = q.max()
         alpha0, slope0, init = 0.0, 0.0, "all-ones"
+        # 1ᵀq = yᵀGy ≥ 0 vanishes only with Gy = 0 (G is PSD), i.e. with every q_i: then
+        # w = 0, b = 0 for every λ. A max below 1e-10 of the largest row sum of |Q| (some
+        # 10⁵ times the round-off of those sums and of G's entries) is that zero, not a
+        # breakpoint: following it fits the round-off of G.
+        zero_model = not lam > _EPS * np.abs(Q).sum(axis=1).max()
+        if zero_model:
+            lam = 0.0
         E = q >= lam - 1e-9 * max(abs(lam), 1e-300)
     if lambda_min is None:
         lambda_min = lambda_min_ratio * max(lam, 0.0)
@@ -325,8 +337,8 @@ def follow_path(Q, y, *, free_bias, lambda_min=None, lambda_min_ratio=1e-6, max_
         # no event above λ_min: α⁰ is optimal everywhere above it
         lam_end = lambda_min if lambda_min > 0 else 1.0
         a0 = alpha0 + (lam_end - lam) * slope0
-        raw.add(lam_end, alpha, a0, np.zeros(l, bool), "no event")
-        return _pack(raw, slope0, init, True, "ok")
+        raw.add(lam_end, alpha, a0, np.zeros(l, bool), "Q1 = 0" if zero_model else "no event")
+        return _pack(raw, slope0, init, True, "ok", zero_model)
     raw.add(lam, alpha, alpha0, E, init)
     zero_steps = 0
     state = "ok"
@@ -437,8 +449,9 @@ def _empty_interval_at(q, y, status, lam):
     return hi if np.isfinite(hi) else (lo if np.isfinite(lo) else 0.0)
 
 
-def _pack(raw, slope0, init, complete, state):
+def _pack(raw, slope0, init, complete, state, zero_model=False):
     return {
+        "zero_model": bool(zero_model),
         "lambdas": np.array(raw.lambdas),
         "alphas": np.array(raw.alphas),
         "alpha0": np.array(raw.alpha0s),
@@ -485,6 +498,10 @@ class LapSVMPath:
     complete : bool
         The last segment has no event down to λ → 0 (values below the end are exact).
     status : {'ok', 'max_steps', 'degenerate'}
+    zero_model : bool
+        ``Q1 = 0`` up to round-off (e.g. one document labeled with both classes): the
+        minimiser is w = 0, b = 0 at every λ, returned as exact zeros (``V(Yα)/λ`` would
+        blow its round-off up as λ → 0).
     """
 
     def __init__(self, reduction, y, raw, positions=None, classes=None):
@@ -502,6 +519,7 @@ class LapSVMPath:
         self.init = raw["init"]
         self.complete = raw["complete"]
         self.status = raw["status"]
+        self.zero_model = raw.get("zero_model", False)
         l = self.y.size
         self.gamma_I = self.lambdas / (2 * l)
         self.gamma_A = reduction.rho * self.gamma_I
@@ -518,6 +536,8 @@ class LapSVMPath:
 
     def _bias(self, alpha, alpha0, lam):
         red = self.reduction
+        if self.zero_model:
+            return 0.0
         if red.bias == "free":
             return alpha0 / lam
         if red.bias == "penalized":
@@ -553,6 +573,8 @@ class LapSVMPath:
         alpha, alpha0 = self.dual_at(lam)
         red = self.reduction
         b = self._bias(alpha, alpha0, lam)
+        if self.zero_model:
+            return np.zeros(red.V.shape[0]), b
         w = red.V[:, self.positions] @ (self.y * alpha) / lam - b * red.u
         return w, b
 
@@ -567,7 +589,9 @@ class LapSVMPath:
         Gp = red.G[np.ix_(pos, self.positions)]
         if red.bias == "penalized":   # G holds a aᵀ/q; f = (G_raw Yα)/λ + a b
             Gp = Gp - np.outer(red.a[pos], red.a[self.positions]) / red.q
-        out = np.empty((len(lams), pos.size))
+        out = np.zeros((len(lams), pos.size))
+        if self.zero_model:
+            return out
         for j, lam in enumerate(np.atleast_1d(lams)):
             alpha, alpha0 = self.dual_at(lam)
             b = self._bias(alpha, alpha0, lam)

@@ -4,6 +4,8 @@
 See :mod:`linlap.solvers.path` for the derivation and the scaling.
 """
 
+import warnings
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -13,6 +15,9 @@ from .cg import batched_cg
 from .normal_operator import NormalOperator
 
 __all__ = ["PathReduction", "path_reduction"]
+
+#: Relative asymmetry of the n × n reduction's G beyond which its LU lost the digits.
+_ASYMMETRY_TOL = 1e-8
 
 
 
@@ -62,6 +67,40 @@ def _dense(X):
     return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
 
 
+def _primal_direct(X, rows, laplacian_matvec, scale, rho, m):
+    """``(X_l A^{-1} X_lᵀ, A^{-1} X_lᵀ, A^{-1} m)`` by Cholesky of ``A = ρI + s XᵀL^pX`` (d ≤ n).
+
+    When d < n, ``K = XXᵀ`` is singular and the n × n ``C = ρI + s L^pK`` has the
+    condition ~‖X‖²/ρ that A does not (its extra eigenvalues ρ belong to the null space of
+    K, which Xᵀ removes in exact arithmetic but LU mixes with the others). Cholesky's
+    accuracy is also blind to the columns' scales, and G = HᵀH (H = R^{-T}X_lᵀ) stays PSD.
+    A is positive definite in exact arithmetic (ρ > 0); when round-off breaks that, its
+    eigenvalues are clipped at ρ, with a warning.
+    """
+    Xd = _dense(X)
+    A = scale * (Xd.T @ np.asarray(laplacian_matvec(Xd)))
+    A = 0.5 * (A + A.T)
+    A[np.diag_indices_from(A)] += rho
+    Xlt = Xd[rows].T
+    try:
+        R = sla.cholesky(A, lower=False, check_finite=False)
+    except np.linalg.LinAlgError:
+        warnings.warn(f"lapsvm_path: A = ρI + s XᵀL^pX is not numerically positive definite "
+                      f"(ρ = {rho:.3g} is below the round-off of s XᵀL^pX); its eigenvalues "
+                      f"are clipped at ρ, and the path is only as accurate as that allows.",
+                      RuntimeWarning, stacklevel=4)
+        ev, U = np.linalg.eigh(A)
+        root = np.sqrt(np.maximum(ev, rho))[:, None]
+        H = (U.T @ Xlt) / root                 # the same H, G, V, u with A = U diag(ev) Uᵀ
+        V = U @ (H / root)
+        u = None if m is None else U @ ((U.T @ (Xd.T @ m))[:, None] / root**2).ravel()
+        return H.T @ H, V, u
+    H = sla.solve_triangular(R, Xlt, trans="T", check_finite=False)
+    V = sla.solve_triangular(R, H, check_finite=False)
+    u = None if m is None else sla.cho_solve((R, False), Xd.T @ m, check_finite=False)
+    return H.T @ H, V, u
+
+
 def _check_rho(rho):
     if not (np.isscalar(rho) and np.isfinite(rho) and rho > 0):
         raise ValueError(f"rho = gamma_A/gamma_I must be a finite number > 0, got {rho!r}.")
@@ -86,11 +125,14 @@ def path_reduction(X, labeled_rows, laplacian_matvec, scale, *, rho, fit_interce
     fit_intercept : bool
     kernel : None or 'precomputed'
     method : {'auto', 'gram', 'cg'}
-        Linear mode only. 'auto' takes 'gram' when its three n × n arrays fit
-        ``memory_budget``, else 'cg'.
+        Linear mode only. 'gram': dense direct — Cholesky of the d × d ``A`` when
+        d ≤ n, else the push-through LU of the n × n ``C = ρI + s L^pK`` (redone by the
+        d × d Cholesky when the LU lost accuracy and A fits ``memory_budget``, else a
+        warning). 'auto' takes 'gram' when its arrays fit ``memory_budget``, else 'cg'.
     tol, max_iter : CG tolerance and iterations (method 'cg').
     memory_budget : int
-        Bytes for the n × n arrays of 'gram' and the kernel mode.
+        Bytes for the dense arrays of 'gram' (X, L^pX and two d × d arrays when d ≤ n,
+        else three n × n arrays) and of the kernel mode.
 
     Returns
     -------
@@ -103,22 +145,25 @@ def path_reduction(X, labeled_rows, laplacian_matvec, scale, *, rho, fit_interce
         raise ValueError(f"kernel must be None or 'precomputed', got {kernel!r}.")
     if method not in ("auto", "gram", "cg"):
         raise ValueError(f"method must be 'auto', 'gram' or 'cg', got {method!r}.")
-    n = X.shape[0]
+    n, d = X.shape
     rows = np.asarray(labeled_rows, dtype=np.intp)
     l = rows.size
-    need_gram = 3 * 8 * n * n
+    # 'gram' factors A (d × d, X and L^pX dense beside it) when d ≤ n, else C (n × n)
+    primal_bytes = 8 * (2 * n * d + 2 * d * d)
+    primal = kernel is None and d <= n
+    need_dense = primal_bytes if primal else 3 * 8 * n * n
     if kernel == "precomputed":
         if X.shape != (n, n):
             raise ValueError(f"kernel='precomputed' needs a square Gram matrix, got {X.shape}.")
         method = "kernel"
-        if need_gram > memory_budget:
-            raise ValueError(f"The kernel path needs {need_gram} bytes for n = {n} (n × n "
+        if need_dense > memory_budget:
+            raise ValueError(f"The kernel path needs {need_dense} bytes for n = {n} (n × n "
                              f"arrays), over memory_budget = {memory_budget}; use the linear "
                              f"mode (method='cg').")
     elif method == "auto":
-        method = "gram" if need_gram <= memory_budget else "cg"
-    elif method == "gram" and need_gram > memory_budget:
-        raise ValueError(f"method='gram' needs {need_gram} bytes for n = {n}, over "
+        method = "gram" if need_dense <= memory_budget else "cg"
+    elif method == "gram" and need_dense > memory_budget:
+        raise ValueError(f"method='gram' needs {need_dense} bytes for n = {n}, d = {d}, over "
                          f"memory_budget = {memory_budget}; use method='cg'.")
 
     # L^p 1: bias free when it vanishes (relative to L^p of a random ±1 vector)
@@ -130,7 +175,11 @@ def path_reduction(X, labeled_rows, laplacian_matvec, scale, *, rho, fit_interce
     n_iter = 0
     extra = bias == "penalized"
 
-    if method in ("gram", "kernel"):
+    if method == "gram" and primal:
+        G, V, u = _primal_direct(X, rows, laplacian_matvec, scale, rho,
+                                 scale * Lp1 if extra else None)
+        Xu_all = np.asarray(X @ u).ravel() if extra else None
+    elif method in ("gram", "kernel"):
         K = _dense(X @ X.T) if method == "gram" else np.asarray(X, dtype=np.float64)
         C = scale * np.asarray(laplacian_matvec(K))
         C[np.diag_indices(n)] += rho
@@ -148,6 +197,20 @@ def path_reduction(X, labeled_rows, laplacian_matvec, scale, *, rho, fit_interce
             V = P[:, :l]
             u = P[:, l].copy() if extra else None
         Xu_all = KP[:, l] if extra else None
+        # G is symmetric in exact arithmetic; its asymmetry shows the LU of the nonsymmetric C
+        # lost the digits (columns of X or K of very different scales, ‖K‖/ρ near 1/eps)
+        asym = np.abs(G - G.T).max() / max(np.abs(G).max(), np.finfo(float).tiny)
+        if asym > _ASYMMETRY_TOL and method == "gram" and primal_bytes <= memory_budget:
+            G, V, u = _primal_direct(X, rows, laplacian_matvec, scale, rho,
+                                     scale * Lp1 if extra else None)
+            Xu_all = np.asarray(X @ u).ravel() if extra else None
+        elif asym > _ASYMMETRY_TOL:
+            what = "X's columns" if method == "gram" else "the Gram matrix"
+            warnings.warn(f"lapsvm_path: the n × n reduction lost accuracy (G = X_l A^{{-1}}X_lᵀ "
+                          f"is asymmetric to {asym:.1e} of its largest entry): the scale of "
+                          f"{what} over rho = {rho:.3g} is beyond float64, and the path is "
+                          f"only that accurate. Normalise the rows of X or raise rho.",
+                          RuntimeWarning, stacklevel=3)
     else:
         op = NormalOperator(X, np.zeros(0, dtype=np.intp), laplacian_matvec, alpha=rho,
                             beta=scale, fit_intercept=False)
@@ -169,8 +232,13 @@ def path_reduction(X, labeled_rows, laplacian_matvec, scale, *, rho, fit_interce
         u = None
     elif bias == "penalized":
         q0 = scale * Lp1.sum()
-        q = q0 - scale * Lp1 @ Xu_all
-        a = 1.0 - Xu_all[rows]
+        # q_S = s 1ᵀL^p1 − s (L^p1)ᵀXu is the minimum over w of ρ‖w‖² + s (1 − Xw)ᵀL^p(1 − Xw),
+        # attained at u: summing those two nonnegative terms avoids the cancellation of the
+        # difference, and an error in u changes q_S only to second order
+        r = 1.0 - Xu_all
+        penalty = u @ Xu_all if method == "kernel" else u @ u   # βᵀKβ or ‖w‖²
+        q = rho * penalty + scale * float(r @ np.asarray(laplacian_matvec(r[:, None])).ravel())
+        a = r[rows]
         if q <= 1e-12 * abs(q0):   # PSD Schur complement vanishes only by round-off
             bias, q, a, u = "free", 0.0, np.ones(l), None
         else:
