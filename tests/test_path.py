@@ -584,3 +584,21 @@ def test_gram_reduction_warns_when_A_is_numerically_indefinite():
                              method="gram", fit_intercept=False)
     ev = np.linalg.eigvalsh(red.G)
     assert np.all(np.isfinite(red.G)) and ev.min() >= -1e-12 * ev.max()   # PSD
+
+
+def test_path_classifier_reports_its_reduction_and_checks_memory(monkeypatch, capsys):
+    import linlap._memory as memory
+    from linlap import KNNGraph
+    from linlap.estimators import LapSVMPathClassifier
+
+    rng = np.random.RandomState(4)
+    X = rng.rand(80, 6)
+    y = np.where(X[:, 0] > 0.5, 1, 0)
+    y[30:] = -1
+    g = KNNGraph(n_neighbors=6).fit(X)
+    LapSVMPathClassifier(graph=g, cv=2, verbose=1).fit(X, y)
+    err = capsys.readouterr().err
+    assert "reducing the path to the 30 labeled rows" in err and "done in" in err
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1000)
+    with pytest.raises(MemoryError, match="path reduction on 80 rows x 6 features with 30"):
+        LapSVMPathClassifier(graph=g, cv=2).fit(X, y)

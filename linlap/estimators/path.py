@@ -8,12 +8,15 @@ one l × l matrix.
 """
 
 import numbers
+import sys
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils import check_array, check_consistent_length, column_or_1d
 from sklearn.utils.validation import check_is_fitted
 
+from .._memory import check_memory, solve_bytes
 from .._validation import (check_extreme_values, check_flags, check_graph_param,
                            check_positive_int, check_tol, check_verbose)
 from ..solvers._problem import pm1_targets, predict_index
@@ -201,12 +204,26 @@ class LapSVMPathClassifier(LinearLapClassifier):
         X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(X, y)
         graph = self._fit_graph(X)
         T = pm1_targets(y_idx, classes.size)
+        n, d = X.shape
+        l = labeled_rows.size
+        # the reduction solves for l + 1 right-hand sides at once: its memory grows with l
+        check_memory(solve_bytes(n, d, X.nnz if sp.issparse(X) else n * d, l + 1),
+                     f"LapSVMPathClassifier: the path reduction on {n} rows x {d} features "
+                     f"with {l} labeled rows",
+                     hint="Its cost grows with the labeled rows; LapSVMClassifierCV scales "
+                          "with the classes instead.")
         t0 = time.perf_counter()
+        if self.verbose:
+            print(f"[LapSVMPathClassifier] reducing the path to the {l} labeled rows "
+                  f"({l + 1} solves on A = rho I + s X'L^pX)", file=sys.stderr, flush=True)
         red = path_reduction(X, labeled_rows, graph.laplacian_matvec, graph.scale_,
                              rho=self.rho, fit_intercept=self.fit_intercept,
                              method=self.method, tol=self.tol, max_iter=self.max_iter,
                              memory_budget=self.memory_budget)
-        l = labeled_rows.size
+        if self.verbose:
+            print(f"[LapSVMPathClassifier] reduction ({red.method}) done in "
+                  f"{time.perf_counter() - t0:.1f} s; following the paths",
+                  file=sys.stderr, flush=True)
 
         def paths_on(pos):
             return [path_for_targets(red, T[pos, c], positions=pos,
