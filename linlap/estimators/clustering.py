@@ -73,8 +73,8 @@ class LaplacianSpectralClustering(ClusterMixin, TransformerMixin, BaseEstimator)
         Rand index of the linear variant from 0.12–0.26 to 0.22–0.41 over
         reg ∈ {1e-4, 1e-3, 1e-2} (bench/spectral.py, bench/RESULTS.md).
     graph : KNNGraph or None, default=None
-        None builds ``KNNGraph()`` on X; a fitted graph built on the same rows is
-        reused as is.
+        None builds the estimators' default graph on X (see :class:`~linlap.LapRLSClassifier`;
+        seeded by ``random_state``); a fitted graph built on the same rows is reused as is.
     dense_max_features : int, default=2000
         Linear kernel: largest d solved by a dense d × d pencil.
     tol : float, default=1e-6

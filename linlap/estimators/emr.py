@@ -42,7 +42,8 @@ def candidate_graphs(X, candidates, graph=None):
         graphs themselves; fitted ones are used as they are, unfitted ones that differ
         only in the settings above share one neighbour search at their largest k.
     graph : KNNGraph or None
-        Search settings for a grid (None: ``KNNGraph()``'s). A fitted graph is reused
+        Search settings for a grid (None: the estimators' default graph's, see
+        :class:`~linlap.LapRLSClassifier`). A fitted graph is reused
         when it has at least the largest k of the grid; an unfitted one is fitted once,
         at the largest k.
 
@@ -237,8 +238,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         (:meth:`KNNGraph.subgraph` gives the smaller k, :meth:`KNNGraph.with_laplacian`
         the other Laplacians). A list gives the graphs (fitted ones are reused;
         unfitted ones differing only in those settings share one search). None:
-        ``{'power': [1, 2, 5, 8]}`` on ``graph`` (default ``KNNGraph()``: k = 50, cosine
-        weights, normalised) — one W whose four powers share their passes. (On the
+        ``{'power': [1, 2, 5, 8]}`` on ``graph`` (default: the estimators' default graph,
+        k = 50 cosine-weighted neighbours — fewer on small corpora — normalised) — one W whose four powers share their passes. (On the
         corpora of ``bench/emr.py`` it came within 1.5 points of the default single graph
         (0.4 better on PCMAC, 1.5 worse on 20 Newsgroups by top-level group) and within 1
         point of the single power chosen on validation labels on three of five corpora;

@@ -293,8 +293,9 @@ _COMMON_DOC = """
     stability_tol : float, default=0.015
         η of the stability check (fraction of unlabeled rows).
     graph : KNNGraph or None, default=None
-        As in :class:`~linlap.LapRLSClassifier`: None builds ``KNNGraph()`` on X; a
-        fitted graph (built on the same rows) is reused as is.
+        As in :class:`~linlap.LapRLSClassifier`: None builds the default graph on X
+        (k = 50, fewer on small corpora); a fitted graph (built on the same rows) is
+        reused as is.
     unlabeled : object, default=-1
         The value of ``y`` that marks an unlabeled row.
     fit_intercept : bool, default=True
