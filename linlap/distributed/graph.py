@@ -17,7 +17,7 @@ from sklearn.utils import check_random_state
 
 from .._memory import check_memory
 from .._progress import progress
-from .._validation import is_int
+from .._validation import check_int
 from ..graph import KNNGraph
 from ..graph import reorder as _reorder
 from ..graph import search
@@ -181,12 +181,6 @@ def _check_input(graph, X):
         raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes().")
 
 
-def _count(name, value, low):
-    if not is_int(value) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
-    return int(value)
-
-
 def fit_graph(graph, X, *, client=None, sample_size=None, recall_sample=None,
               random_state=None, verbose=None):
     r"""Fit a :class:`~linlap.KNNGraph` on a dask array of row blocks, the search on the workers.
@@ -284,10 +278,10 @@ def fit_graph(graph, X, *, client=None, sample_size=None, recall_sample=None,
     if out.space not in ("auto", "svd"):
         raise ValueError(f"fit_graph searches in the SVD space: graph.space must be 'auto' "
                          f"or 'svd', got {out.space!r}.")
-    sample_size = out.svd_sample if sample_size is None else _count("sample_size",
+    sample_size = out.svd_sample if sample_size is None else check_int("sample_size",
                                                                        sample_size, 1)
     recall_sample = (out.recall_sample if recall_sample is None
-                     else _count("recall_sample", recall_sample, 0))
+                     else check_int("recall_sample", recall_sample, 0))
     rng = check_random_state(out.random_state if random_state is None else random_state)
     verbose = bool(out.verbose if verbose is None else verbose)
     if client is None:
