@@ -394,8 +394,10 @@ def test_bad_input():
         path.coef_at(0.0)
 
 
-def test_reduction_cg_equals_gram():
-    X, y, graph = problem(n=40, seed=14, normalized=True)
+@pytest.mark.parametrize("shape", [dict(n=40, seed=14), dict(n=30, d=45, seed=16)])
+def test_reduction_cg_equals_gram(shape):
+    # d ≤ n: 'gram' is the d × d Cholesky of A; d > n: the n × n push-through LU
+    X, y, graph = problem(normalized=True, **shape)
     lab = np.flatnonzero(y != -1)
     r1 = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=0.01,
                         method="gram")
@@ -404,6 +406,7 @@ def test_reduction_cg_equals_gram():
     np.testing.assert_allclose(r1.G, r2.G, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(r1.V, r2.V, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(r1.u, r2.u, rtol=1e-7, atol=1e-9)
+    assert r1.q == pytest.approx(r2.q, rel=1e-8)
     assert r2.n_iter > 0
 
 
@@ -515,20 +518,6 @@ def test_gram_reduction_of_wide_X_with_unequal_column_scales():
     with pytest.warns(RuntimeWarning, match="lost accuracy"):
         path_reduction(X, lab, g.laplacian_matvec, g.scale_, rho=rho, method="gram",
                        memory_budget=3 * 8 * n * n)
-
-
-def test_reduction_cg_equals_gram_for_wide_X():
-    # d > n: 'gram' is the n × n push-through LU
-    X, y, graph = problem(n=30, d=45, seed=16, normalized=True)
-    lab = np.flatnonzero(y != -1)
-    r1 = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=0.01,
-                        method="gram")
-    r2 = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=0.01,
-                        method="cg", tol=1e-13)
-    np.testing.assert_allclose(r1.G, r2.G, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(r1.V, r2.V, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(r1.u, r2.u, rtol=1e-7, atol=1e-9)
-    assert r1.q == pytest.approx(r2.q, rel=1e-8)
 
 
 def test_round_off_start_is_no_breakpoint():
