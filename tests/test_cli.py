@@ -604,6 +604,12 @@ def test_model_file_records_the_unlabeled_label(tmp_path, capsys):
     # the rows marked '?' are skipped by evaluate without the option
     assert main(["evaluate", str(tmp_path / "m"), str(data), "-q"]) == 0
     assert "12 labeled documents" in capsys.readouterr().out
+    # svmlight input to this text model: the mismatch is the error, not the recorded '?'
+    # (it was "--unlabeled-label '?': svmlight labels are numbers", exit 2, an option
+    # the user never gave)
+    svm = _write(tmp_path / "t.svm", "1 1:0.5 2:0.3\n0 3:1\n")
+    _error_of(capsys, main(["predict", str(tmp_path / "m"), str(svm), "-q"]), 1,
+              "the model was fit on text, but this input is svmlight")
 
 
 def test_predict_out_naming_model_or_data_is_refused(tmp_path, capsys):

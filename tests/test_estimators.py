@@ -490,6 +490,7 @@ def test_numbers_held_as_objects_are_labels(labels, marker):
     assert est.classes_.dtype == (np.int64 if labels == "int" else bool)
     np.testing.assert_allclose(est.coef_, ref.coef_)
     np.testing.assert_array_equal(est.predict(X).astype(int), ref.predict(X))
+    assert est.score(X, yo) == ref.score(X, ys)  # (sklearn's metrics refuse object ints)
 
 
 def test_default_graph_is_seeded_and_sized_to_the_rows():

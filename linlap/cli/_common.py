@@ -186,14 +186,16 @@ def _model_input(args, need_labels=False):
 
     model, metadata = _load_model(args.model, args.data)
     fmt = detect_format(args.data, args.format)
-    unlabeled_label = _unlabeled_label(args, fmt, metadata.get("unlabeled_label"))
     kind = _model_input_kind(model)
+    # the model's kind before its recorded unlabeled label: that label fits the model's
+    # input, not another format's
     if (kind == "text") != (fmt != "svmlight"):
         if kind == "text":
             raise ValueError(f"{args.data}: the model was fit on text, but this input is "
                              f"svmlight; give it CSV, JSON-lines or a directory of texts")
         raise ValueError(f"{args.data}: the model was fit on an svmlight matrix; give it "
                          f"svmlight input (--format svmlight)")
+    unlabeled_label = _unlabeled_label(args, fmt, metadata.get("unlabeled_label"))
     n_features = None
     if kind == "matrix":
         n_features = int(_classifier(model).n_features_in_)

@@ -207,7 +207,10 @@ def labeled_score(est, X, y, marker, sample_weight=None):
                          f"marker {marker!r}.")
     weights = None if sample_weight is None else _safe_indexing(
         column_or_1d(sample_weight), keep)
-    return accuracy_score(y[keep], est.predict(_safe_indexing(X, keep)),
+    y_true = y[keep]
+    if y_true.dtype == object and not isinstance(y_true[0], (str, bytes)):
+        y_true = np.asarray(y_true.tolist())  # numbers held as objects, as check_labels
+    return accuracy_score(y_true, est.predict(_safe_indexing(X, keep)),
                           sample_weight=weights)
 
 
