@@ -250,11 +250,6 @@ def _empty_elbow(q, y, status, lam_k, lam_min):
     sl = np.r_[-np.ones(Lm.sum()), np.ones(Rp.sum())]
     il = np.r_[np.flatnonzero(Lm), np.flatnonzero(Rp)]
 
-    def interval(lam):
-        hi = (cu + su * lam).min() if cu.size else np.inf
-        lo = (cl + sl * lam).max() if cl.size else -np.inf
-        return lo, hi
-
     if cu.size and cl.size:
         CU, CL = np.meshgrid(cu, cl, indexing="ij")
         SU, SL = np.meshgrid(su, sl, indexing="ij")
