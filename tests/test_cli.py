@@ -612,7 +612,9 @@ def test_model_file_records_the_unlabeled_label(tmp_path, capsys):
               "the model was fit on text, but this input is svmlight")
 
 
-def test_predict_out_naming_model_or_data_is_refused(tmp_path, capsys):
+def _fit_small_text_model(tmp_path):
+    """``(texts, y, data, model)``: 40 two-topic texts, 12 labeled, in ``d.csv``, and the
+    model ``linlap fit`` saved from them in ``m.model``."""
     from linlap.cli import main
 
     texts, y = _two_topic_texts(40)
@@ -620,6 +622,13 @@ def test_predict_out_naming_model_or_data_is_refused(tmp_path, capsys):
                                                       enumerate(y)])
     model = tmp_path / "m.model"
     assert main(["fit", str(data), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    return texts, y, data, model
+
+
+def test_predict_out_naming_model_or_data_is_refused(tmp_path, capsys):
+    from linlap.cli import main
+
+    texts, y, data, model = _fit_small_text_model(tmp_path)
     before = model.read_bytes(), data.read_bytes()
     _error_of(capsys, main(["predict", str(model), str(data), "--out", str(model)]), 2,
               "is the model file (MODEL)")
@@ -636,11 +645,7 @@ def test_predict_out_naming_model_or_data_is_refused(tmp_path, capsys):
 def test_predict_a_folder_of_files_with_ids(tmp_path, capsys):
     from linlap.cli import main
 
-    texts, y = _two_topic_texts(40)
-    data = _write_texts_csv(tmp_path / "d.csv", texts, [c if i < 12 else "" for i, c in
-                                                      enumerate(y)])
-    model = tmp_path / "m.model"
-    assert main(["fit", str(data), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    texts, y, data, model = _fit_small_text_model(tmp_path)
     flat = tmp_path / "flat"
     flat.mkdir()
     for name, text in (("b.txt", "apple pear plum"), ("a.txt", "engine wheel brake"),
@@ -671,11 +676,7 @@ def test_predict_a_folder_of_files_with_ids(tmp_path, capsys):
 def test_predict_ids_of_csv_rows(tmp_path, capsys):
     from linlap.cli import main
 
-    texts, y = _two_topic_texts(40)
-    data = _write_texts_csv(tmp_path / "d.csv", texts, [c if i < 12 else "" for i, c in
-                                                      enumerate(y)])
-    model = tmp_path / "m.model"
-    assert main(["fit", str(data), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    texts, y, data, model = _fit_small_text_model(tmp_path)
     assert main(["predict", str(model), str(data), "--ids", "-q"]) == 0
     rows = capsys.readouterr().out.splitlines()
     assert rows[0] == "id,prediction" and [r.split(",")[0] for r in rows[1:]] == \
@@ -790,11 +791,7 @@ def test_warnings_print_on_lines_of_their_own(tmp_path):
 def test_evaluate_fails_when_no_label_is_a_class_of_the_model(tmp_path, capsys):
     from linlap.cli import main
 
-    texts, y = _two_topic_texts(40)
-    data = _write_texts_csv(tmp_path / "d.csv", texts, [c if i < 12 else "" for i, c in
-                                                      enumerate(y)])
-    model = tmp_path / "m.model"
-    assert main(["fit", str(data), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    texts, y, data, model = _fit_small_text_model(tmp_path)
     other = _write_texts_csv(tmp_path / "o.csv", texts, np.where(y == "car", "0", "1"))
     _error_of(capsys, main(["evaluate", str(model), str(other), "-q"]), 1,
               "none of its labels (0, 1) is a class of the model (car, fruit)")

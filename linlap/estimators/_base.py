@@ -104,6 +104,15 @@ def store_params(est, params):
             setattr(est, name, value)
 
 
+def label_array(y):
+    """Labels that are numbers or bools held as objects (a y with None or NaN markers) as
+    an array of their own type, which scikit-learn's checks and metrics take; any other
+    y as it is."""
+    if y.dtype == object and y.size and not any(isinstance(v, (str, bytes)) for v in y):
+        return np.asarray(y.tolist())
+    return y
+
+
 def check_labels(y, marker):
     """``labeled_rows, unlabeled_rows, classes, y_idx`` of a 1-D label array, the rows
     equal to ``marker`` being unlabeled (the same rules for every dtype)."""
@@ -132,8 +141,7 @@ def check_labels(y, marker):
         if len(kinds) > 1:
             raise ValueError(f"y mixes label types {sorted(k.__name__ for k in kinds)}; "
                              f"use one type (the unlabeled marker is {marker!r}).")
-        if not text:  # numbers or bools held as objects (y with None or NaN markers)
-            y_lab = np.asarray(y_lab.tolist())
+        y_lab = label_array(y_lab)
     if y_lab.dtype.kind == "f" or (y_lab.dtype == object and isinstance(y_lab[0], float)):
         bad = ~np.isfinite(y_lab.astype(float))
         if bad.any():
@@ -207,10 +215,7 @@ def labeled_score(est, X, y, marker, sample_weight=None):
                          f"marker {marker!r}.")
     weights = None if sample_weight is None else _safe_indexing(
         column_or_1d(sample_weight), keep)
-    y_true = y[keep]
-    if y_true.dtype == object and not isinstance(y_true[0], (str, bytes)):
-        y_true = np.asarray(y_true.tolist())  # numbers held as objects, as check_labels
-    return accuracy_score(y_true, est.predict(_safe_indexing(X, keep)),
+    return accuracy_score(label_array(y[keep]), est.predict(_safe_indexing(X, keep)),
                           sample_weight=weights)
 
 
