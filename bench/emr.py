@@ -1,7 +1,7 @@
 """Ensemble manifold regularization and out-of-the-box defaults across corpora.
 
     python bench/emr.py [--data-dir DIR] [--corpora pcmac,20ng,20ng-top,subjects,synthetic]
-                        [--draws 5] [--methods all|name,name,...] [--study] [--gamma-I-sweep]
+                        [--draws 5] [--methods all|'sub;sub;...'] [--study] [--gamma-I-sweep]
                         [--gamma-A-sweep] [--k-sweep] [--cache-dir DIR]
 
 DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz`` (and
@@ -286,6 +286,10 @@ def run_corpus(name, args):
         methods.update(study_methods(graph, graphs))
     if args.methods != "all":
         wanted = [w.strip().lower() for w in args.methods.split(";")]
+        unmatched = [w for w in wanted if not any(w in k.lower() for k in methods)]
+        if unmatched:
+            sys.exit(f"error: --methods {unmatched} match no method (';'-separated "
+                     f"substrings of: {list(methods)})")
         methods = {k: v for k, v in methods.items()
                    if any(w in k.lower() for w in wanted)}
     print(f"\n### {name}: {X.shape[0]} training docs, {Xt.shape[0]} test, {X.shape[1]} terms, "

@@ -236,10 +236,10 @@ def main():
     n, d = X.shape
     g.laplacian_matvec(np.zeros(n))  # sets up the renumbered copy if the cache lacks it
     ren = g._passes
-    if ren is None:
+    if g.node_order_ is None:
         sys.exit("the graph is not renumbered (n below the reorder threshold?)")
-    indptr, indices, data = ren["csr"]
-    a, b = ren["vec"]["_nonisolated"], ren["vec"]["_inv_degree"]
+    indptr, indices, data = ren.csr
+    a, b = ren.vectors["nonisolated"], ren.vectors["inv_degree"]
     W_ren = sp.csr_matrix((data, indices, indptr), shape=(n, n))
     print(f"X {n} x {d}, {X.nnz / n:.1f} nnz/row; renumbered graph {data.shape[0] / n:.1f} "
           f"entries/row; its edges: {edge_spans(indptr, indices)}")

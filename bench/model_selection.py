@@ -43,9 +43,9 @@ def draw(y, seed, n_labels=50, n_val=50):
 
 def accuracy(args, X, Xt, y, yt, graph):
     methods = {
-        # gamma_I=10: the default when RESULTS' "Model selection" tables were measured
-        "LapRLSClassifier(gamma_I=10)": lambda ys, yv: LapRLSClassifier(
-            gamma_I=10.0, graph=graph).fit(X, ys),
+        # the defaults when RESULTS' "Model selection" tables were measured
+        "LapRLSClassifier(gamma_A=1e-4, gamma_I=10)": lambda ys, yv: LapRLSClassifier(
+            gamma_A=1e-4, gamma_I=10.0, graph=graph).fit(X, ys),
         "LapSVMPathClassifier(rho=1e-5) (validation)":
             lambda ys, yv: LapSVMPathClassifier(rho=1e-5, graph=graph).fit(
                 X, ys, validation=yv),
@@ -96,6 +96,9 @@ def accuracy(args, X, Xt, y, yt, graph):
                 X, ys, validation=yv),
     }
     if args.only:
+        unknown = sorted(set(args.only) - set(methods))
+        if unknown:
+            sys.exit(f"error: no method named {unknown}; the names are {list(methods)}")
         methods = {k: v for k, v in methods.items() if k in args.only}
     print("| method | test error % (mean ± std) | fit time s (mean) | chosen (draw 0) |")
     print("|---|---|---|---|")

@@ -96,7 +96,9 @@ def main():
             g = KNNGraph(n_neighbors=k, power=p).fit(X)
             for gamma_I, prior in itertools.product([1, 10, 100], [None, [0.5, 0.5]]):
                 name = f"grid: k={k} p={p} gamma_I={gamma_I} prior={prior}"
-                add(name, lambda X, ys: LapRLSClassifier(gamma_I=gamma_I, graph=g,
+                # gamma_A=1e-4: the default when the grid chose the graph defaults
+                add(name, lambda X, ys: LapRLSClassifier(gamma_A=1e-4, gamma_I=gamma_I,
+                                                         graph=g,
                                                          class_prior=prior).fit(X, ys))
                 if best is None or rows[-1][1] < best[1]:
                     best = rows[-1]

@@ -187,6 +187,10 @@ def selected(ms, rows):
     if rows is None:
         return ms
     want = [w.strip().lower() for w in rows.split(";")]
+    unmatched = [w for w in want if not any(w in m.lower() for m, _ in ms)]
+    if unmatched:
+        sys.exit(f"error: --rows {unmatched} match no row (';'-separated substrings of: "
+                 f"{[m for m, _ in ms]})")
     return [(m, f) for m, f in ms if m == LAPSVM or any(w in m.lower() for w in want)]
 
 

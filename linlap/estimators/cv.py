@@ -11,7 +11,7 @@ Every model here minimises the project objective
 
     J(w, b) = (1/l) Σ_{i labeled} V(y_i, f(x_i)) + γ_A ‖w‖² + γ_I s fᵀL^p f,  s = graph.scale_,
 
-bias unpenalised, one-vs-rest for more than two classes.
+bias outside ‖w‖², one-vs-rest for more than two classes.
 
 Validation data. ``fit(X, y, validation=None)``: ``validation`` is either an array of
 length n_samples holding labels for some rows of X that are *unlabeled* in ``y`` (the

@@ -361,7 +361,8 @@ class KernelLapSVMClassifier(_KernelLapClassifier):
 
     ``f = Kα + b`` on the training rows, ``L^p`` the Laplacian power of the
     :class:`~linlap.KNNGraph`, ``s = 1/trace(L)`` (``graph.scale_``) — the scaling of
-    the linear classifiers; the bias is not penalised. Seed 003's eq. 7 is
+    the linear classifiers; the bias is not in ``αᵀKα`` (the normalised Laplacian's term
+    still involves it). Seed 003's eq. 7 is
     ``½(Σ V + γ_A'αᵀKα + γ_I'fᵀLf)``: ``γ_A = γ_A'/l``, ``γ_I = γ_I' trace(L)/l``.
     With ``solver='dual'`` the loss is the hinge ``max(0, 1 − y_i f_i)`` instead
     (seed 001's LapSVM, eqs. 9–11, whose ``γ_I/(u+l)²`` is ``γ_I s`` here).

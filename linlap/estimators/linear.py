@@ -21,8 +21,9 @@ class LapRLSClassifier(LinearLapClassifier):
 
     where ``f`` stacks the decision values of all n training rows, ``L^p`` is the
     graph Laplacian of :class:`~linlap.KNNGraph` raised to its ``power`` and
-    ``s = 1/trace(L)`` keeps a good ``γ_I`` from drifting with n and k. The bias is
-    not penalised. The normal equations are solved by conjugate gradients through
+    ``s = 1/trace(L)`` keeps a good ``γ_I`` from drifting with n and k. The bias b is
+    not in ``‖w‖²`` (the normalised Laplacian's term still involves it, as ``L^p 1 ≠ 0``).
+    The normal equations are solved by conjugate gradients through
     products with X — ``XᵀLX`` is never formed — with all classes in one batched solve.
 
     Parameters
@@ -170,7 +171,8 @@ class LapSVMClassifier(LinearLapClassifier):
     with the squared hinge ``V = max(0, 1 − y f)²`` (or the hinge, ``solver='tinv'``
     only), ``f`` the decision values of all n training rows, ``L^p`` the Laplacian
     of :class:`~linlap.KNNGraph` raised to its ``power`` and ``s = 1/trace(L)`` —
-    the same scaling as :class:`LapRLSClassifier`. The bias is not penalised.
+    the same scaling as :class:`LapRLSClassifier`. The bias is not in ``‖w‖²`` (the
+    normalised Laplacian's term still involves it).
 
     Parameters
     ----------

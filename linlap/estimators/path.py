@@ -37,7 +37,7 @@ def lapsvm_path(X, y, graph, *, rho, unlabeled=-1, kernel=None, fit_intercept=Tr
         J(w, b) = (1/l) Σ_{i labeled} max(0, 1 − y_i f_i) + γ_A ‖w‖² + γ_I s fᵀL^p f,
         f = X w + b,    γ_I = λ / (2 l),    γ_A = ρ λ / (2 l),
 
-    ``s = graph.scale_``, bias unpenalised — i.e. ``LapSVMClassifier(solver='tinv',
+    ``s = graph.scale_``, the bias outside ``‖w‖²`` — i.e. ``LapSVMClassifier(solver='tinv',
     loss='hinge', gamma_A=ρλ/(2l), gamma_I=λ/(2l), graph=graph)``. The labeled part
     reduces to an l-variable dual (seed 000 eq. 11) with
     ``Q = Y X_l (ρI + s XᵀL^pX)^{-1} X_lᵀ Y`` (plus the bias column when ``L^p1 ≠ 0``);
@@ -64,6 +64,10 @@ def lapsvm_path(X, y, graph, *, rho, unlabeled=-1, kernel=None, fit_intercept=Tr
         (large n and d); 'auto' picks 'gram' when its dense arrays fit ``memory_budget``.
     lambda_min : float, optional
         End of the path (default ``lambda_min_ratio · λ⁰``).
+    lambda_min_ratio : float, default=1e-6
+        The path ends at this fraction of its first breakpoint λ⁰ when ``lambda_min``
+        is None. Deeper than :class:`LapSVMPathClassifier`'s 1e-4, which scores a grid
+        of γ_I on the path: the function returns the path itself, for inspection.
     max_steps : int, optional
         Cap on breakpoints (``50 l + 100``).
     tol, max_iter : CG settings (method 'cg').

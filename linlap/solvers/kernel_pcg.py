@@ -8,7 +8,7 @@ training rows ``f = K α + b 1``. Every solver here minimises, per target column
 
 with V the squared hinge ``max(0, 1 − y f)²`` (LapSVM) or the squared loss
 ``(y − f)²`` (LapRLS), ``s`` the graph scale (``KNNGraph.scale_ = 1/trace(L)``) and the
-bias unpenalised. This is linlap's scaling; seed 003's eq. 7 is
+bias outside ``αᵀKα``. This is linlap's scaling; seed 003's eq. 7 is
 ``½(Σ_i V + γ_A' αᵀKα + γ_I' fᵀLf)``, i.e. ``γ_A = γ_A'/l`` and ``γ_I s = γ_I'/l``.
 
 With ``E`` the error vectors (labeled rows with ``y_i f_i < 1``; all labeled rows for

@@ -222,7 +222,7 @@ def lapsvm_newton(
         J(w, b) = (1/l) Σ_{i labeled} max(0, 1 − y_i f_i)² + γ_A ‖w‖² + γ_I s fᵀ L^p f,
         f = X w + b  (all n rows),  s = scale,
 
-    the bias unpenalised (linlap uses ``s = 1/trace(L)``). J is convex, piecewise
+    the bias outside ``‖w‖²`` (linlap uses ``s = 1/trace(L)``). J is convex, piecewise
     quadratic and C¹. With ``row_weights`` ``ω`` the loss term is the weighted sum
     ``Σ_r ω_r max(0, 1 − y_r f_{i_r})²`` over the loss rows ``i_r = labeled_rows[r]``
     instead of the mean (the default is ``ω_r = 1/l``); a row index may then repeat,

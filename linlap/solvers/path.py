@@ -3,7 +3,7 @@
 Scaling. The project's hinge-loss LapSVM minimises
 
     J(w, b) = (1/l) Σ_{i labeled} max(0, 1 − y_i f_i) + γ_A ‖w‖² + γ_I s fᵀL^p f,
-    f = X w + b (all n rows),  s = graph.scale_ = 1/trace(L),  bias unpenalised.
+    f = X w + b (all n rows),  s = graph.scale_ = 1/trace(L),  bias outside ‖w‖².
 
 Multiplying by l and writing ``λ/2 = l γ_I``, ``ρ = γ_A/γ_I`` gives seed 000's primal (5)
 
