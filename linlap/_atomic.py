@@ -5,9 +5,28 @@ import errno
 import glob
 import os
 import stat
+import re
+import socket
 import tempfile
+import time
 
 __all__ = ["atomic_write", "check_destination"]
+
+#: Seconds after which a temporary file of a writer that is not known to be running
+#: (another host's, or one of this host whose process is gone) counts as abandoned.
+STALE_AGE = 3600
+
+
+def _host_name():
+    """This host's name as it goes in a temporary file name (no '-' or '/')."""
+    try:
+        host = socket.gethostname()
+    except OSError:
+        host = ""
+    return re.sub(r"[^A-Za-z0-9.]", "_", host)[:64] or "localhost"
+
+
+_HOST = _host_name()
 
 
 def check_destination(path):
@@ -45,40 +64,65 @@ def atomic_write(path, prefix=".linlap-"):
     check_destination(path)
     directory = os.path.dirname(os.path.abspath(path))
     remove_stale(directory, prefix)
-    # the writer's process id in the name tells a later save whether it is still running
+    # the writer's process id and host in the name tell a later save whether it may
+    # still be running (:func:`remove_stale`)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", suffix=".tmp",
-                                   dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}@{_HOST}-",
+                                   suffix=".tmp", dir=directory)
     except OSError as exc:
         raise type(exc)(exc.errno, exc.strerror, path) from None
     try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
         try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-        except OSError:  # a new file
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        try:
+            with os.fdopen(fd, "wb") as fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                mode = stat.S_IMODE(os.stat(path).st_mode)
+            except OSError:  # a new file
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            os.chmod(tmp, mode)
             os.replace(tmp, path)
         except OSError as exc:
-            raise type(exc)(exc.errno, exc.strerror, path) from None
+            # a failed write, flush, fsync, chmod or rename (e.g. a full disk) names the
+            # destination, not the temporary file nor nothing; an error naming another
+            # file (an input read meanwhile) is left as it is
+            if exc.errno is None or exc.filename not in (None, tmp):
+                raise
+            raise OSError(exc.errno, exc.strerror, path) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
 
 
-def remove_stale(directory, prefix):
+def remove_stale(directory, prefix, max_age=STALE_AGE):
     """Remove temporary files of ``prefix`` left in ``directory`` by writers that died
-    (killed before they could clean up): those whose process id is no longer running."""
+    (killed before they could clean up).
+
+    A file is removed only once it is ``max_age`` seconds old (by its modification
+    time), and, unless its name shows it was written on another host, only if its
+    writer's process id is no longer running here. Both, because a process id says nothing across
+    PID namespaces (containers sharing a volume, or other hosts on a network file
+    system): a live writer elsewhere looks dead from here, but its file is recent.
+    """
+    now = time.time()
     for tmp in glob.glob(os.path.join(glob.escape(directory), f"{glob.escape(prefix)}*.tmp")):
-        pid = os.path.basename(tmp)[len(prefix):].split("-", 1)[0]
-        if not pid.isdigit() or _running(int(pid)):
+        name = os.path.basename(tmp)[len(prefix):-len(".tmp")]
+        pid, at, rest = name.partition("@")
+        if not at:  # an older name, '<pid>-<random>': no host
+            pid = name.split("-", 1)[0]
+        if not pid.isdigit():
+            continue  # not a name atomic_write gives
+        try:
+            if now - os.stat(tmp).st_mtime < max_age:
+                continue
+        except OSError:
+            continue  # gone already
+        host = rest.rpartition("-")[0] if at else None  # None: an older name, no host
+        if host in (_HOST, None) and _running(int(pid)):
             continue
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -59,8 +59,9 @@ class Batch:
     data : list of str (text formats) or scipy.sparse.csr_matrix (svmlight)
     labels : list of (str or None); None = unlabeled (or no label column)
     ids : list of str; for ``dir`` input the file's path relative to the directory;
-        else the 1-based line number (JSON-lines, svmlight) or row number after the
-        header (CSV)
+        else the 1-based line number (JSON-lines, svmlight) or record number after the
+        header (CSV: blank lines are not counted, a record over several lines counts
+        once, as pandas numbers rows)
     """
     data: object
     labels: list
@@ -128,14 +129,20 @@ def _decode_line(path, number, raw):
                          f"re-encode the file as UTF-8") from None
 
 
-def _old_mac_line_ends(line):
-    """Why ``line`` is unreadable if it holds carriage returns that end no line of their
-    own: old Mac (CR-only) line endings, with which the whole file reads as one line
-    ('' if it has none)."""
-    if "\r" not in line.rstrip("\r\n"):
+def _old_mac_line_ends(number, line, fix="remove it"):
+    """Why line ``number`` (``line``, as :func:`_decoded_lines` gives it) may be
+    unreadable if it holds carriage returns that end no line of their own ('' if it
+    has none): old Mac (CR-only) line endings, when the file has CRs and no newline at
+    all, so that it reads as one line; else a stray CR inside a line, named by its
+    column (``fix`` says what to do about it)."""
+    body = line.rstrip("\r\n")
+    if "\r" not in body:
         return ""
-    return ("the file's lines end in a carriage return alone (old Mac line endings); "
-            "convert them to newlines, e.g. with tr '\\r' '\\n'")
+    if number == 1 and not line.endswith("\n"):  # no newline: the whole file
+        return ("the file's lines end in a carriage return alone (old Mac line endings); "
+                "convert them to newlines, e.g. with tr '\\r' '\\n'")
+    column = body.index("\r") + 1
+    return f"a stray carriage return (\\r) at column {column} of the line; {fix}"
 
 
 def _normalise_label(value, unlabeled):
@@ -162,8 +169,9 @@ def _jsonl_record(path, number, line, text_column, label_column, unlabeled):
     """``(text, label, has_label_field)`` of one non-blank JSON line (errors name the line)."""
     try:
         record = json.loads(line, parse_constant=_refuse_constant)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+    except json.JSONDecodeError as exc:  # its line is that of the text: always 1 here
+        raise ValueError(f"{path}, line {number}: not valid JSON ({exc.msg}: column "
+                         f"{exc.colno})") from None
     except ValueError as exc:  # NaN / Infinity: Python's json reads them, JSON has none
         raise ValueError(f"{path}, line {number}: not valid JSON ({exc})") from None
     if not isinstance(record, dict):
@@ -201,7 +209,7 @@ def _iter_jsonl(path, text_column, label_column, unlabeled, chunk_size, need_lab
             text, label, has_label = _jsonl_record(path, number, line, text_column,
                                                    label_column, unlabeled)
         except ValueError as exc:
-            cause = _old_mac_line_ends(line)
+            cause = _old_mac_line_ends(number, line, "write it as \\r in a JSON string")
             if cause:
                 raise ValueError(f"{exc}; {cause}") from None
             raise
@@ -233,9 +241,16 @@ def _iter_csv(path, text_column, label_column, unlabeled, chunk_size, need_label
             yield line
 
     def bad_csv(exc):
-        cause = _old_mac_line_ends(last_line[0])  # instead of Python's hint, which misleads
-        return ValueError(f"{path}, line {line_no[0]}: bad CSV: {cause}" if cause else
-                          f"{path}, line {line_no[0]}: bad CSV ({exc})")
+        # not Python's hint, which misleads
+        cause = _old_mac_line_ends(line_no[0], last_line[0], "remove it, or quote the field")
+        if cause:
+            return ValueError(f"{path}, line {line_no[0]}: bad CSV: {cause}")
+        if delimiter == "\t" and '"' in last_line[0]:
+            cause = ("; in a .tsv file double quotes follow the CSV rules: a field that "
+                     "starts with a quote is quoted, up to the next lone quote, across "
+                     "tabs and lines; write a field that begins with a literal quote "
+                     "quoted, its quotes doubled (\"\"\"Quoted\"\" title\")")
+        return ValueError(f"{path}, line {line_no[0]}: bad CSV ({exc}){cause}")
 
     # strict: an unclosed quote is an error, not a field that swallows the rest of the file
     reader = csv.reader(text_lines(), delimiter=delimiter, strict=True)
@@ -264,9 +279,9 @@ def _iter_csv(path, text_column, label_column, unlabeled, chunk_size, need_label
             break
         except csv.Error as exc:
             raise bad_csv(exc) from None
-        row_no += 1
         if not row or (len(row) == 1 and not row[0].strip() and len(header) > 1):
-            continue
+            continue  # a blank line: no record, not counted
+        row_no += 1
         if len(row) != len(header):
             raise ValueError(f"{path}, line {line_no[0]} (row {row_no}): {len(row)} fields, "
                              f"but the header has {len(header)}")
@@ -332,6 +347,10 @@ def _iter_svmlight(path, unlabeled, chunk_size, n_features):
         return Batch(X, labels, ids)
 
     for number, line in _decoded_lines(path):
+        if number == 1 and "\r" in line.rstrip("\r\n") and not line.endswith("\n"):
+            # old Mac line endings: its lines would read as one, the CRs as blanks
+            raise ValueError(f"{path}, line 1: bad svmlight file: "
+                             f"{_old_mac_line_ends(number, line)}")
         content = line.split("#", 1)[0].strip()
         if not content:
             continue

@@ -135,7 +135,8 @@ def save(model, path, *, keep_graph=False, compress=3, metadata=None):
     The model is written to a temporary file in the destination directory, flushed
     to disk and renamed over ``path``: an interrupted save leaves any previous file
     at ``path`` untouched and no temporary file behind (a process killed outright
-    leaves its temporary file, which the next save to that directory removes).
+    leaves its temporary file, which a later save to that directory removes once it is
+    an hour old).
 
     Parameters
     ----------
@@ -213,6 +214,13 @@ def load(path, *, check_versions=True, with_metadata=False):
     with open(path, "rb") as fh:
         head = fh.read(len(MAGIC))
         if head != MAGIC:
+            if head == MAGIC[:-1] + b"\r":  # "LINLAP-MODEL 2\r": CRLF line endings
+                raise ValueError(f"{path}: the model file is corrupt: its line endings were "
+                                 f"converted to CRLF (\\r\\n), as a copy in text mode does "
+                                 f"(an FTP transfer in ASCII mode, git with core.autocrlf, "
+                                 f"a Windows text editor); copy it again in binary mode (for "
+                                 f"git, mark model files binary in .gitattributes), or refit "
+                                 f"the model")
             if head.startswith(MAGIC[:-2]):  # "LINLAP-MODEL " and another version
                 raise ValueError(f"{path}: a model file of another format "
                                  f"({head.decode(errors='replace').strip()!r}, this linlap "

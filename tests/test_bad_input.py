@@ -206,6 +206,10 @@ def test_next_save_removes_temp_files_of_killed_saves(tmp_path):
     subprocess.run([sys.executable, "-c", script])
     stale = [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
     assert len(stale) == 1  # the killed save left its temporary file
+    linlap.save(clf, path)  # removed only once an hour old (a live writer's may be recent)
+    assert os.path.exists(tmp_path / stale[0])
+    an_hour_ago = os.path.getmtime(tmp_path / stale[0]) - 3700
+    os.utime(tmp_path / stale[0], (an_hour_ago, an_hour_ago))
     foreign = tmp_path / "notes.tmp"
     foreign.write_text("not ours")
     linlap.save(clf, path)

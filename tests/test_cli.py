@@ -834,3 +834,220 @@ def test_20newsgroups_script_fits_on_group_names(tmp_path):
     res = run("evaluate", model, tmp_path / "test.jsonl", "-q")
     assert res.returncode == 0 and res.stderr == "", res.stderr
     assert "40 labeled documents" in res.stdout
+
+
+# ------------------------------------------- review: data safety, names, markers, CRs
+
+def test_output_inside_a_directory_data_is_refused(tmp_path, capsys):
+    from linlap.cli import main
+
+    texts, y, data, model = _fit_small_text_model(tmp_path)
+    docs = tmp_path / "docs"
+    for label in ("car", "fruit"):
+        (docs / label).mkdir(parents=True)
+    for i, (text, label) in enumerate(zip(texts, y)):
+        (docs / label / f"{i:02d}.txt").write_text(text)
+    victim = docs / "car" / sorted(os.listdir(docs / "car"))[0]
+    before = victim.read_bytes()
+    # predict --out / fit --model naming a document of DATA: refused, the document intact
+    _error_of(capsys, main(["predict", str(model), str(docs), "--out", str(victim), "-q"]), 2,
+              "is inside", "the input directory (DATA)")
+    _error_of(capsys, main(["fit", str(docs), "--model", str(victim), "-q",
+                            "--n-neighbors", "5"]), 2, "is inside", "input directory (DATA)")
+    assert victim.read_bytes() == before
+    # a new file in it, through another spelling of the path or a symbolic link, too
+    _error_of(capsys, main(["predict", str(model), str(docs), "--out",
+                            str(docs / ".." / "docs" / "new.csv"), "-q"]), 2, "is inside")
+    os.symlink(docs / "fruit", tmp_path / "link")
+    _error_of(capsys, main(["predict", str(model), str(docs), "--out",
+                            str(tmp_path / "link" / "p.csv"), "-q"]), 2, "is inside")
+    assert not (docs / "new.csv").exists() and not (docs / "fruit" / "p.csv").exists()
+    # beside the directory (a name sharing its prefix) is fine
+    out = tmp_path / "docs.csv"
+    assert main(["predict", str(model), str(docs), "--out", str(out), "-q"]) == 0
+    assert len(out.read_text().splitlines()) == 40
+
+
+def _run_strict_stdout(*args):
+    """``run`` with a standard output that refuses what UTF-8 cannot encode, as in a
+    UTF-8 locale (not the C locale)."""
+    env = dict(os.environ, PYTHONIOENCODING="utf-8:strict",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return subprocess.run([sys.executable, "-m", "linlap", *map(str, args)],
+                          capture_output=True, env=env, timeout=300)
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="names must be bytes")
+def test_names_that_are_not_utf8_are_written_as_their_bytes(tmp_path):
+    texts, y, data, model = _fit_small_text_model(tmp_path)
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    with open(os.path.join(os.fsencode(flat), b"bad\xe9.txt"), "w") as f:
+        f.write("apple pear plum")
+    # --out as standard output (it was: 'utf-8' codec can't encode ... surrogates)
+    out = tmp_path / "p.csv"
+    res = _run_strict_stdout("predict", model, flat, "--ids", "-q", "--out", out)
+    assert res.returncode == 0, res.stderr
+    assert out.read_bytes() == b"id,prediction\nbad\xe9.txt,fruit\n"
+    res = _run_strict_stdout("predict", model, flat, "--ids", "-q")
+    assert res.returncode == 0 and res.stdout == b"id,prediction\nbad\xe9.txt,fruit\n"
+    # a class folder so named: a class of the model, predicted and evaluated
+    docs = tmp_path / "docs"
+    for i, (text, label) in enumerate(zip(texts, y)):
+        folder = os.path.join(os.fsencode(docs), b"fr\xfcit" if label == "fruit" else b"car")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, b"%02d.txt" % i), "w") as f:
+            f.write(text)
+    res = _run_strict_stdout("fit", docs, "--model", tmp_path / "d.model", "-q",
+                             "--n-neighbors", "5")
+    assert res.returncode == 0, res.stderr
+    res = _run_strict_stdout("predict", tmp_path / "d.model", data, "-q", "--out", out)
+    assert res.returncode == 0, res.stderr
+    assert set(out.read_bytes().splitlines()) == {b"car", b"fr\xfcit"}
+    res = _run_strict_stdout("evaluate", tmp_path / "d.model", docs, "-q")
+    assert res.returncode == 0, res.stderr
+    assert b"40 labeled documents" in res.stdout and b"confusion matrix" in res.stdout
+    assert b"fr\xfcit" in res.stdout.splitlines()[-1]  # the last row printed whole
+
+
+@pytest.mark.parametrize("marker", ["-1", "?", "unlabeled", "NaN"])
+def test_fit_warns_of_a_class_spelled_like_an_unlabeled_marker(tmp_path, capsys, marker):
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [c if i < 12 else marker for i, c in enumerate(y)])
+    assert main(["fit", str(data), "--model", str(tmp_path / "m"), "--n-neighbors", "5",
+                 "-q"]) == 0  # a warning, not an error: -1 can be a real class
+    warnings = [ln for ln in capsys.readouterr().err.splitlines()
+                if ln.startswith("linlap: warning:")]
+    assert len(warnings) == 1 and f"the class {marker!r} (28 rows)" in warnings[0]
+    assert "--unlabeled-label" in warnings[0], warnings
+    # with the option: no warning, 28 unlabeled rows
+    assert main(["fit", str(data), "--model", str(tmp_path / "m"), "--n-neighbors", "5",
+                 f"--unlabeled-label={marker}"]) == 0
+    err = capsys.readouterr().err
+    assert "linlap: warning" not in err and "28 unlabeled" in err
+    # rows left unlabeled (empty): the class is taken as meant, no warning
+    data = _write_texts_csv(tmp_path / "e.csv", texts,
+                            [c if i < 12 else marker if i < 20 else ""
+                             for i, c in enumerate(y)])
+    assert main(["fit", str(data), "--model", str(tmp_path / "m"), "--n-neighbors", "5",
+                 "-q"]) == 0
+    assert "linlap: warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["fit", "evaluate", "plot"])
+def test_label_column_equal_to_text_column_is_a_usage_error(tmp_path, capsys, command):
+    from linlap.cli import main
+
+    texts, y, data, model = _fit_small_text_model(tmp_path)
+    argv = {"fit": ["fit", str(data), "--model", str(tmp_path / "new.model")],
+            "evaluate": ["evaluate", str(model), str(data)],
+            "plot": ["plot", "labels", str(data), "--out", str(tmp_path / "p.png")]}[command]
+    if command == "plot":
+        pytest.importorskip("matplotlib")
+    _error_of(capsys, main(argv + ["--label-column", "text"]), 2,
+              "--label-column text is also the text column")
+    _error_of(capsys, main(argv + ["--text-column", "label"]), 2,
+              "--label-column label is also the text column")
+    assert not (tmp_path / "new.model").exists() and not (tmp_path / "p.png").exists()
+    # predict ignores the labels: a text column named 'label' is fine there
+    assert main(["predict", str(model), str(data), "--text-column", "label", "-q"]) == 0
+
+
+def test_tsv_quotes_follow_csv_rules_and_the_error_says_so(tmp_path, capsys):
+    from linlap.cli import main
+
+    texts, y, data, model = _fit_small_text_model(tmp_path)
+    bad = _write(tmp_path / "q.tsv", 'text\tlabel\n"Quoted" title then text\tcar\n')
+    _error_of(capsys, main(["predict", str(model), str(bad), "-q"]), 1, "q.tsv, line 2",
+              "bad CSV", "in a .tsv file double quotes follow the CSV rules",
+              '"""Quoted"" title"')
+    # written as the message says, it reads
+    good = _write(tmp_path / "g.tsv", 'text\tlabel\n"""Quoted"" title then text"\tcar\n')
+    assert main(["predict", str(model), str(good), "-q"]) == 0
+    # a .csv file's bad quote: no TSV advice
+    bad = _write(tmp_path / "q.csv", 'text,label\n"Quoted" title then text,car\n')
+    line = _error_of(capsys, main(["predict", str(model), str(bad), "-q"]), 1, "bad CSV")
+    assert ".tsv" not in line
+
+
+@pytest.mark.parametrize("name, content, fragments", [
+    ("stray.csv", "text,label\nfirst doc,car\nhello\rworld,car\nthird,fruit\n",
+     ["stray.csv, line 3", "stray carriage return (\\r) at column 6", "quote the field"]),
+    ("stray.jsonl", '{"text": "a", "label": "car"}\n{"text": "x\ry", "label": "car"}\n',
+     ["stray.jsonl, line 2", "(Invalid control character at: column 12)",
+      "stray carriage return (\\r) at column 12", "JSON string"]),
+    ("stray1.jsonl", '{"text": "x\ry", "label": "car"}\n{"text": "b", "label": "fruit"}\n',
+     ["line 1", "stray carriage return"]),
+    ("mac.svm", "1 1:0.5\r-1 2:0.5\r", ["mac.svm, line 1", "old Mac line endings"]),
+    ("mac2.svm", "1 1:0.5 # a comment\r-1 2:0.5\r", ["old Mac line endings"]),
+])
+def test_carriage_returns_are_named_where_they_are(tmp_path, capsys, name, content, fragments):
+    from linlap.cli import main
+
+    path = _write(tmp_path / name, content)
+    line = _error_of(capsys, main(["fit", str(path), "--model", str(tmp_path / "m")]), 1,
+                     *fragments)
+    if "stray" in name:
+        assert "old Mac" not in line and "tr '" not in line
+
+
+def test_svmlight_with_crlf_or_a_stray_cr_still_reads(tmp_path):
+    from linlap.io import read_all
+
+    for content in ("1 1:0.5\r\n-1 2:0.5\r\n", "1 1:0.5\r2:0.25\n-1 2:0.5\n"):
+        batch = read_all(_write(tmp_path / "d.svm", content))
+        assert batch.labels == ["1", "-1"]
+
+
+def test_csv_ids_count_records_not_blank_lines(tmp_path, capsys):
+    from linlap.cli import main
+    from linlap.io import read_all
+
+    texts, y, data, model = _fit_small_text_model(tmp_path)
+    blank = _write(tmp_path / "b.csv", 'text,label\nfirst apple,fruit\n\n"second\nengine",car\n'
+                                       '\nthird plum,fruit\n')
+    assert read_all(blank).ids == ["1", "2", "3"]  # as pandas numbers them
+    assert main(["predict", str(model), str(blank), "--ids", "-q"]) == 0
+    assert [r.split(",")[0] for r in capsys.readouterr().out.splitlines()] == \
+        ["id", "1", "2", "3"]
+    # a malformed record is named by its line and record number
+    bad = _write(tmp_path / "x.csv", "text,label\n\napple,fruit,extra\n")
+    _error_of(capsys, main(["predict", str(model), str(bad), "-q"]), 1,
+              "x.csv, line 3 (row 1): 3 fields")
+
+
+def test_failed_write_of_the_output_names_it(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import joblib
+
+    from linlap.cli import main
+
+    texts, y, data, model = _fit_small_text_model(tmp_path)
+    before = model.read_bytes()
+
+    def full_disk(obj, fh, **kwargs):
+        fh.write(b"x" * 100)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(joblib, "dump", full_disk)
+    line = _error_of(capsys, main(["fit", str(data), "--model", str(model), "-q",
+                                   "--n-neighbors", "5"]), 1)
+    assert line == f"linlap: error: {model}: No space left on device"
+    assert model.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["d.csv",
+                                                                            "m.model"]
+    monkeypatch.undo()
+
+    def failing_fsync(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    out = tmp_path / "p.txt"
+    line = _error_of(capsys, main(["predict", str(model), str(data), "--out", str(out),
+                                   "-q"]), 1)
+    assert line == f"linlap: error: {out}: Input/output error"
+    assert not out.exists()

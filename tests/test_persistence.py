@@ -350,3 +350,117 @@ def test_metadata_kept_in_the_header(tmp_path, fitted):
     with pytest.raises(ValueError, match="header line"):
         linlap.save(fitted, path, metadata={"note": "x" * 5000})
     assert linlap.load(path) is not None  # the file it would have replaced is intact
+
+
+# ------------------------------------------ review: CRLF, failed writes, stale temp files
+
+def test_file_with_crlf_line_endings_is_called_converted(tmp_path, fitted):
+    path = tmp_path / "model.joblib"
+    linlap.save(fitted, path)
+    raw = path.read_bytes()
+    for converted in (raw.replace(b"\n", b"\r\n", 1), raw.replace(b"\n", b"\r\n")):
+        (tmp_path / "crlf").write_bytes(converted)
+        with pytest.raises(ValueError) as info:
+            linlap.load(tmp_path / "crlf")
+        message = str(info.value)
+        assert "corrupt" in message and "line endings were converted to CRLF" in message
+        assert "another format" not in message
+    # another version's tag is still told apart
+    (tmp_path / "v3").write_bytes(raw.replace(b"LINLAP-MODEL 2", b"LINLAP-MODEL 3", 1))
+    with pytest.raises(ValueError, match="another format"):
+        linlap.load(tmp_path / "v3")
+
+
+def test_failed_writes_name_the_destination(tmp_path, fitted, monkeypatch):
+    import errno
+
+    from linlap import _atomic
+
+    path = tmp_path / "model.joblib"
+    linlap.save(fitted, path)
+    before = path.read_bytes()
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        """A file that takes 5,000 bytes, then fails as a full disk does."""
+
+        def __init__(self, fh):
+            self.fh, self.n = fh, 0
+
+        def write(self, data):
+            self.n += len(data)
+            if self.n > 5000:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.fh.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.fh.__exit__(*exc)
+
+    monkeypatch.setattr(_atomic.os, "fdopen", lambda *a, **k: FullDisk(real_fdopen(*a, **k)))
+    with pytest.raises(OSError) as info:
+        linlap.save(fitted, path)
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(path)
+    assert str(path) in str(info.value)
+    monkeypatch.undo()
+
+    def failing_fsync(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(_atomic.os, "fsync", failing_fsync)
+    with pytest.raises(OSError) as info:
+        linlap.save(fitted, path)
+    assert info.value.errno == errno.EIO and info.value.filename == str(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["model.joblib"]
+
+    # an error naming another file (an input read meanwhile) is left as it is
+    with pytest.raises(FileNotFoundError) as info:
+        with _atomic.atomic_write(tmp_path / "out.txt") as fh:
+            fh.write(b"x")
+            open(tmp_path / "missing-input")
+    assert info.value.filename == str(tmp_path / "missing-input")
+    assert os.listdir(tmp_path) == ["model.joblib"]
+
+
+def test_stale_temp_files_need_age_and_a_dead_writer_of_this_host(tmp_path, fitted):
+    from linlap._atomic import _HOST, STALE_AGE, remove_stale
+
+    dead = 2**30 + 12345  # above any pid_max: no such process
+    names = {
+        "dead_new": f".linlap-{dead}@{_HOST}-aaaa.tmp",  # e.g. a writer in another PID
+        "dead_old": f".linlap-{dead}@{_HOST}-bbbb.tmp",  # namespace: kept while recent
+        "live_old": f".linlap-{os.getppid()}@{_HOST}-cccc.tmp",
+        "other_host_new": f".linlap-{os.getppid()}@elsewhere-dddd.tmp",
+        "other_host_old": f".linlap-{os.getppid()}@elsewhere-eeee.tmp",
+        "no_host_old": f".linlap-{dead}-ffff.tmp",  # a name of an older linlap
+        "no_host_new": f".linlap-{dead}-gggg.tmp",
+        "foreign_old": ".linlap-notes.tmp",
+    }
+    old = os.path.getmtime(tmp_path) - STALE_AGE - 60
+    for key, name in names.items():
+        (tmp_path / name).write_text("x")
+        if key.endswith("old"):
+            os.utime(tmp_path / name, (old, old))
+    remove_stale(str(tmp_path), ".linlap-")
+    kept = {key for key, name in names.items() if (tmp_path / name).exists()}
+    assert kept == {"dead_new", "live_old", "other_host_new", "no_host_new", "foreign_old"}
+    # a save's own temporary file carries its process id and host
+    seen = []
+    real_dump = joblib.dump
+
+    def spy(value, fh, **kwargs):
+        seen.extend(f for f in os.listdir(tmp_path) if f.startswith(f".linlap-{os.getpid()}@"))
+        return real_dump(value, fh, **kwargs)
+
+    joblib.dump = spy
+    try:
+        linlap.save(fitted, tmp_path / "m.joblib")
+    finally:
+        joblib.dump = real_dump
+    assert len(seen) == 1 and seen[0].startswith(f".linlap-{os.getpid()}@{_HOST}-")

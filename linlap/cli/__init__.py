@@ -159,8 +159,8 @@ def build_parser():
     pred.add_argument("--ids", action="store_true",
                       help="write CSV with a header and a first column 'id' naming each "
                            "document: its path relative to a directory DATA, its line "
-                           "number in JSON-lines and svmlight, its row number after the "
-                           "header in CSV")
+                           "number in JSON-lines and svmlight, its record number after "
+                           "the header in CSV (blank lines not counted)")
     pred.add_argument("--decision-values", action="store_true",
                       help="write CSV: prediction and decision value(s) (binary: one "
                            "column, positive means the second class)")

@@ -112,14 +112,34 @@ def _unlabeled_label(args, fmt, fitted_with=None):
 
 def _refuse_to_replace_inputs(option, output, inputs):
     """A wrong command line when the file ``option`` names is one of ``inputs``
-    (``(path, description)`` pairs): the output would replace that input."""
-    if output in (None, "-") or not os.path.exists(output):
+    (``(path, description)`` pairs), or lies inside one that is a directory (DATA): the
+    output would replace that input, or one of its documents (or be read as one by the
+    next run)."""
+    if output in (None, "-"):
         return
     for path, description in inputs:
-        if path not in (None, "-") and os.path.exists(path) \
-                and os.path.samefile(path, output):
+        if path in (None, "-") or not os.path.exists(path):
+            continue
+        if os.path.isdir(path):
+            folder = os.path.realpath(path)
+            where = os.path.realpath(output)
+            if os.path.commonpath([folder, where]) == folder:
+                raise UsageError(f"{option} {output} is inside {path}, the "
+                                 f"{description.replace('file', 'directory', 1)}: the "
+                                 f"output would replace or add one of its documents; "
+                                 f"give a file outside it")
+        elif os.path.exists(output) and os.path.samefile(path, output):
             raise UsageError(f"{option} {output} is the {description}: the output would "
                              f"replace it; give another file name")
+
+
+def _check_columns(args):
+    """A wrong command line when the label column is the text column (every document
+    would be a class of its own): for the commands that read both."""
+    if args.text_column.strip() == args.label_column.strip():
+        raise UsageError(f"--label-column {args.label_column} is also the text column "
+                         f"(--text-column); labels and texts must be different "
+                         f"columns/fields")
 
 
 def _add_input_options(p, labels_help="label column/field (empty or missing = unlabeled)"):
@@ -184,6 +204,8 @@ def _model_input(args, need_labels=False):
     and the batches of args.data, every option checked before any of DATA is read."""
     from ..io import detect_format, iter_batches
 
+    if need_labels:
+        _check_columns(args)
     model, metadata = _load_model(args.model, args.data)
     fmt = detect_format(args.data, args.format)
     kind = _model_input_kind(model)
@@ -206,16 +228,38 @@ def _model_input(args, need_labels=False):
 
 
 @contextlib.contextmanager
+def _stdout():
+    """Standard output that writes the undecodable bytes of file names (read with
+    ``surrogateescape``, e.g. a class folder named in Latin-1) back as they were, instead
+    of failing partway through (whatever the locale makes its error handler)."""
+    stream = sys.stdout
+    errors = getattr(stream, "errors", None)
+    try:
+        if errors not in (None, "surrogateescape"):
+            stream.reconfigure(errors="surrogateescape")
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        errors = None  # not a text file we can reconfigure: left as it is
+    try:
+        yield stream
+    finally:
+        if errors not in (None, "surrogateescape"):
+            with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):
+                stream.reconfigure(errors=errors)
+
+
+@contextlib.contextmanager
 def _output(path):
     """Standard output (None or '-'), or a text file written through a temporary file
     that replaces ``path`` only when the run succeeds: an error leaves an existing file
-    as it was."""
+    as it was. Both write names that are not UTF-8 (file and folder names, read with
+    ``surrogateescape``) as their original bytes."""
     if path in (None, "-"):
-        yield sys.stdout
-        sys.stdout.flush()
+        with _stdout() as stdout:
+            yield stdout
+            stdout.flush()
         return
     with atomic_write(path) as fh:
-        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        text = io.TextIOWrapper(fh, encoding="utf-8", errors="surrogateescape", newline="")
         try:
             yield text
             text.flush()

@@ -4,8 +4,8 @@ import math
 import sys
 
 from .._atomic import check_destination
-from ._common import (TEXT_OPTIONS, _reader_kwargs, _refuse_to_replace_inputs, _Reporter,
-                      _unlabeled_label, UsageError)
+from ._common import (TEXT_OPTIONS, _check_columns, _reader_kwargs,
+                      _refuse_to_replace_inputs, _Reporter, _unlabeled_label, UsageError)
 
 
 def _parse_class_prior(text):
@@ -66,6 +66,35 @@ def _make_text_vectorizer(args):
             ("tfidf", TfidfTransformer(sublinear_tf=True))]
 
 
+#: label values that usually mean "no label" (compared case-insensitively): the Python
+#: API's -1, question marks, and what spreadsheets and pandas write for a missing value
+_MARKER_SPELLINGS = {"-1", "?", "??", "-", "--", "unlabeled", "unlabelled", "unknown",
+                     "none", "null", "nil", "nan", "na", "n/a", "#n/a", "missing"}
+
+
+def _warn_marker_classes(args, fmt, labels, classes):
+    """Warn when every row is labeled and a class is spelled like an unlabeled marker:
+    those rows were probably meant to be the unlabeled ones (a warning only: -1 or
+    'unknown' can be a real class)."""
+    import shlex
+    import warnings
+
+    if fmt == "svmlight":  # numbers: -1 is the usual negative class there
+        return
+    for c in classes:
+        if c.strip().lower() not in _MARKER_SPELLINGS:
+            continue
+        count = sum(lab == c for lab in labels)
+        if fmt == "dir":
+            hint = "move those files into the folder unlabeled/"
+        else:
+            hint = (f"pass --unlabeled-label={shlex.quote(c)} (only an empty or missing "
+                    f"label means unlabeled by default)")
+        warnings.warn(f"{args.data}: no row is unlabeled, and the class {c!r} ({count} "
+                      f"rows) is spelled like an unlabeled marker; if those rows are the "
+                      f"unlabeled ones, {hint}", UserWarning, stacklevel=2)
+
+
 # ----------------------------------------------------------------------------- fit
 
 def _fit(args):
@@ -83,6 +112,7 @@ def _fit(args):
         raise UsageError("--model: an empty file name")
     check_destination(args.model)  # before the fit, not after it
     _refuse_to_replace_inputs("--model", args.model, [(args.data, "input file (DATA)")])
+    _check_columns(args)
     _check_estimator_options(args)
     s3vm = args.estimator == "laps3vm"
     class_prior = _parse_class_prior(args.class_prior if args.class_prior is not None
@@ -132,6 +162,8 @@ def _fit(args):
     rep.line(f"{n} documents: {n_lab} labeled ({len(classes)} classes: "
              f"{', '.join(classes[:10])}{', …' if len(classes) > 10 else ''}), "
              f"{n - n_lab} unlabeled")
+    if n_lab == n:
+        _warn_marker_classes(args, fmt, labels, classes)
     if class_prior is not None and not isinstance(class_prior, str) \
             and len(class_prior) != len(classes):
         raise ValueError(f"--class-prior gives {len(class_prior)} proportions for "

@@ -1,7 +1,7 @@
 """``linlap plot``: learning curves, convergence and solution-path figures."""
 
 from .._atomic import check_destination
-from ._common import (_reader_kwargs, _refuse_to_replace_inputs, _Reporter,
+from ._common import (_check_columns, _reader_kwargs, _refuse_to_replace_inputs, _Reporter,
                       _unlabeled_label, UsageError)
 
 
@@ -63,6 +63,7 @@ def _plot(args):
     if args.data is not None:
         from ..io import detect_format
         _refuse_to_replace_inputs("--out", args.out, [(args.data, "input file (DATA)")])
+        _check_columns(args)
         fmt = detect_format(args.data, args.format)
         unlabeled_label = _unlabeled_label(args, fmt)
     rep = _Reporter(args.quiet)

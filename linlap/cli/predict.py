@@ -5,7 +5,7 @@ import time
 
 from ..solvers._problem import predict_index
 from ._common import (_model_classes, _model_input, _output, _refuse_to_replace_inputs,
-                      _Reporter, UsageError)
+                      _Reporter, _stdout, UsageError)
 
 
 def _predict(args):
@@ -58,9 +58,6 @@ def _predict(args):
 # ----------------------------------------------------------------------------- evaluate
 
 def _evaluate(args):
-    from sklearn.metrics import (accuracy_score, classification_report, confusion_matrix,
-                                 f1_score)
-
     rep = _Reporter(args.quiet)
     model, unlabeled_label, batches = _model_input(args, need_labels=True)
     classes = _model_classes(model)
@@ -94,6 +91,18 @@ def _evaluate(args):
                          f"the model ({_some(classes)}); was the model fit on other label "
                          f"names, or is the label column (--label-column) another one?")
     labels = sorted(set(y_true) | set(y_pred))
+    with _stdout():  # class folder names that are not UTF-8 print as their bytes
+        _print_report(args, y_true, y_pred, labels)
+    if unknown:
+        print(f"note: classes absent from the model: {', '.join(unknown)}", file=sys.stderr)
+    return 0
+
+
+def _print_report(args, y_true, y_pred, labels):
+    """evaluate's report on standard output."""
+    from sklearn.metrics import (accuracy_score, classification_report, confusion_matrix,
+                                 f1_score)
+
     print(f"{len(y_true)} labeled documents in {args.data}")
     print(f"accuracy  {accuracy_score(y_true, y_pred):.4f}")
     macro = f1_score(y_true, y_pred, average="macro", labels=labels, zero_division=0)
@@ -106,9 +115,6 @@ def _evaluate(args):
     print(" " * width + "  " + "  ".join(f"{lab:>{width}}" for lab in labels))
     for lab, row in zip(labels, cm):
         print(f"{lab:>{width}}  " + "  ".join(f"{int(v):>{width}}" for v in row))
-    if unknown:
-        print(f"note: classes absent from the model: {', '.join(unknown)}", file=sys.stderr)
-    return 0
 
 
 def _some(names, shown=5):
