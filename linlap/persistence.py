@@ -23,6 +23,8 @@ import os
 import re
 import warnings
 
+import numpy as np
+
 from ._atomic import atomic_write
 
 __all__ = ["save", "load", "FORMAT_TAG"]
@@ -164,6 +166,8 @@ def save(model, path, *, keep_graph=False, compress=3, metadata=None):
     if len(header) > _HEADER_MAX:  # load reads at most that much of the line
         raise ValueError(f"the metadata take {len(header)} bytes of the header line, "
                          f"more than its {_HEADER_MAX}")
+    if not isinstance(keep_graph, (bool, np.bool_)):
+        raise ValueError(f"keep_graph must be True or False, got {keep_graph!r}.")
     model = model if keep_graph else _strip(model)
     with atomic_write(path, prefix=".linlap-") as fh:
         fh.write(MAGIC)
@@ -292,7 +296,9 @@ def _read_header(path, fh):
         header = None
     if not (isinstance(header, dict) and header.get("format") == FORMAT_TAG
             and isinstance(header.get("bytes"), str) and header["bytes"].isdigit()
-            and isinstance(header.get("sha256"), str)):
+            and isinstance(header.get("sha256"), str)
+            and _major_minor(header.get("sklearn_version")) is not None
+            and _major_minor(header.get("linlap_version")) is not None):
         raise ValueError(f"{path}: the model file is corrupt (its header line is damaged)")
     return header
 
@@ -323,6 +329,9 @@ def _check_versions(path, payload):
     """The saved scikit-learn major.minor and linlap major equal the installed ones."""
     linlap_version, sklearn_version = _versions()
     saved_sk = payload.get("sklearn_version")
+    if _major_minor(saved_sk) is None or _major_minor(payload.get("linlap_version")) is None:
+        raise ValueError(f"{path}: the model file is corrupt (it does not say which "
+                         f"scikit-learn and linlap versions saved it)")
     if _major_minor(saved_sk) != _major_minor(sklearn_version):
         raise ValueError(
             f"{path}: the model was saved with scikit-learn {saved_sk}, but "

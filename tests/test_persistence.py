@@ -464,3 +464,32 @@ def test_stale_temp_files_need_age_and_a_dead_writer_of_this_host(tmp_path, fitt
     finally:
         joblib.dump = real_dump
     assert len(seen) == 1 and seen[0].startswith(f".linlap-{os.getpid()}@{_HOST}-")
+
+
+def test_keep_graph_must_be_a_bool(tmp_path, fitted):
+    with pytest.raises(ValueError, match="keep_graph must be True or False"):
+        linlap.save(fitted, tmp_path / "m.joblib", keep_graph="no")
+    assert not (tmp_path / "m.joblib").exists()
+
+
+def test_header_without_versions_is_corrupt(tmp_path, fitted):
+    import json
+
+    path = tmp_path / "model.joblib"
+    linlap.save(fitted, path)
+    magic, header, body = path.read_bytes().split(b"\n", 2)
+    fields = json.loads(header)
+    for drop in ("sklearn_version", "linlap_version"):
+        damaged = {k: v for k, v in fields.items() if k != drop}
+        (tmp_path / drop).write_bytes(magic + b"\n" + json.dumps(damaged).encode() + b"\n"
+                                      + body)
+        with pytest.raises(ValueError, match="corrupt") as info:
+            linlap.load(tmp_path / drop)
+        assert "None" not in str(info.value)
+
+
+def test_first_format_without_versions_is_corrupt(tmp_path, fitted):
+    path = tmp_path / "model.joblib"
+    joblib.dump({"format": linlap.persistence.FORMAT_TAG, "model": fitted}, path)
+    with pytest.raises(ValueError, match="does not say which"):
+        linlap.load(path)
