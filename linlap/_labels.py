@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["marker_mask"]
+__all__ = ["marker_mask", "check_marker_fits"]
 
 
 def marker_mask(y, marker):
@@ -29,3 +29,40 @@ def _same_label(value, marker):
         return bool(value == marker)
     except (TypeError, ValueError):
         return False
+
+
+def check_marker_fits(y, marker):
+    """ValueError when ``y``'s dtype cannot hold ``marker``, so that no row could be marked
+    unlabeled and the rows meant to be would become a class: a string or bool marker
+    for a numeric y (``y == '-1'`` is never true), or an integer marker outside the range
+    of an integer y whose wrapped value y holds (-1 stored as 255 in uint8). Object
+    arrays (which can hold any marker) and a fully labeled y of a narrow integer dtype
+    are left alone."""
+    kind = y.dtype.kind
+    if kind not in "iuf":
+        return
+    if isinstance(marker, (str, bytes, bool, np.bool_)):
+        raise ValueError(
+            f"y holds numbers (dtype {y.dtype}), so the unlabeled marker {marker!r} "
+            f"({type(marker).__name__}) matches no row and rows meant to be unlabeled "
+            f"would become a class: pass the number that marks the unlabeled rows, e.g. "
+            f"unlabeled=-1 (the same marker for a fully labeled y).")
+    if kind in "iu" and isinstance(marker, numbers.Real) and not (
+            isinstance(marker, float) and not marker.is_integer()):
+        info = np.iinfo(y.dtype)
+        try:
+            m = int(marker)
+        except (OverflowError, ValueError):  # inf
+            return
+        if info.min <= m <= info.max:
+            return
+        wrapped = m % 2 ** info.bits
+        if kind == "i" and wrapped > info.max:
+            wrapped -= 2 ** info.bits
+        if np.any(y == wrapped):
+            raise ValueError(
+                f"y has dtype {y.dtype}, which cannot hold the unlabeled marker {marker!r}: "
+                f"its rows equal to {wrapped} (the marker wrapped around, e.g. by "
+                f"astype({y.dtype})) would become a class. Keep y in a signed dtype that "
+                f"holds the marker (e.g. y.astype(np.int64) before marking), or pass "
+                f"unlabeled={wrapped}.")

@@ -1,12 +1,13 @@
 """Parameter checks shared by the estimators, the datasets and the distributed readers
 (messages name the parameter and its value)."""
 
+import math
 import numbers
 
 import numpy as np
 
-__all__ = ["is_int", "check_int", "check_real", "check_nonnegative", "check_tol",
-           "check_positive_int", "check_graph_param", "check_extreme_values", "check_flags",
+__all__ = ["is_int", "is_finite_real", "is_finite_number", "check_int", "check_real",
+           "check_nonnegative", "check_tol", "check_positive_int", "check_graph_param", "check_extreme_values", "check_flags",
            "check_verbose"]
 
 #: Largest |x| the solvers accept: their sums of squares (‖X p‖², CG's ‖A p‖²) stay far
@@ -17,6 +18,27 @@ MAX_ABS_VALUE = 1e30
 def is_int(x):
     """An integer, not a bool."""
     return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+def is_finite_real(x):
+    """A real number (not a bool) that is finite as a float: an integer beyond int64
+    (10**30) is one, a float or integer overflowing float64 (10**400) is not."""
+    if not isinstance(x, numbers.Real) or isinstance(x, (bool, np.bool_)):
+        return False
+    try:
+        return math.isfinite(float(x))
+    except (OverflowError, TypeError, ValueError):
+        return False
+
+
+def is_finite_number(x):
+    """``float(x)`` is finite (any number: bools, 0-d arrays and integers beyond int64
+    included): the solvers' check of weights the estimators validated (``np.isfinite``
+    refuses a Python int beyond int64)."""
+    try:
+        return math.isfinite(float(x))
+    except (OverflowError, TypeError, ValueError):
+        return False
 
 
 def check_int(name, value, low=1, high=None):
@@ -32,8 +54,7 @@ def check_real(name, value, low=-np.inf, high=np.inf, *, low_open=False, high_op
     """``value`` as a float, if it is a finite real number (not a bool) between ``low``
     and ``high``, each included unless ``low_open`` / ``high_open``; else ValueError
     naming the parameter ``name``."""
-    ok = (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-          and np.isfinite(value))
+    ok = is_finite_real(value)
     if ok:
         v = float(value)
         ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)

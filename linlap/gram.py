@@ -24,11 +24,10 @@ budget (float64 if ``8 n²`` bytes fit, else float32 if ``4 n²`` bytes fit; pro
 always accumulate in float64), otherwise recomputed block by block at every product.
 """
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import is_finite_real, is_int
 from ._numba.gram import (gram_matvec, sparse_gram, sparse_gram_sym, sparse_product,
                           transform_block)
 
@@ -42,6 +41,19 @@ _DENSE_BLOCK_BYTES = 32 * 2**20
 
 
 # -- parameters and input ------------------------------------------------------------
+def _check_coef0(coef0):
+    """``coef0`` is a finite real number (every kernel: it is converted even when unused)."""
+    if not is_finite_real(coef0):
+        raise ValueError(f"coef0 must be a finite number, got {coef0!r}.")
+    return float(coef0)
+
+
+def _check_degree(degree):
+    if not is_int(degree) or degree < 1:
+        raise ValueError(f"degree must be an integer >= 1, got {degree!r}.")
+    return int(degree)
+
+
 def check_kernel_params(kernel, gamma, degree, coef0, n_features):
     """Validate kernel parameters; return ``(kind, gamma, degree, coef0)`` as numbers."""
     if kernel not in _KIND:
@@ -49,26 +61,40 @@ def check_kernel_params(kernel, gamma, degree, coef0, n_features):
     kind = _KIND[kernel]
     if gamma is None:
         gamma = 1.0 / n_features
-    if (not isinstance(gamma, numbers.Real) or isinstance(gamma, bool)
-            or not np.isfinite(gamma) or gamma <= 0):
+    if not is_finite_real(gamma) or gamma <= 0:
         raise ValueError(f"gamma must be None or a finite number > 0, got {gamma!r}.")
-    if kind == 2:
-        if (not isinstance(degree, numbers.Integral) or isinstance(degree, bool)
-                or degree < 1):
-            raise ValueError(f"degree must be an integer >= 1, got {degree!r}.")
-        if not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
-            raise ValueError(f"coef0 must be a finite number, got {coef0!r}.")
-    return kind, float(gamma), int(degree) if kind == 2 else 1, float(coef0)
+    coef0 = _check_coef0(coef0)
+    degree = _check_degree(degree) if kind == 2 else 1
+    return kind, float(gamma), degree, coef0
 
 
-def check_kernel_choice(kernel, gamma):
-    """An estimator's ``kernel`` and ``gamma`` ('scale', 'auto' or a number > 0)."""
+def check_kernel_choice(kernel, gamma, degree=3, coef0=1.0):
+    """An estimator's ``kernel``, ``gamma`` ('scale', 'auto' or a number > 0), ``degree``
+    (poly) and ``coef0`` (a finite number, for every kernel)."""
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}.")
-    if not (gamma in ("scale", "auto") or (isinstance(gamma, numbers.Real)
-                                            and not isinstance(gamma, bool)
-                                            and np.isfinite(gamma) and gamma > 0)):
+    if not ((isinstance(gamma, str) and gamma in ("scale", "auto"))
+            or (is_finite_real(gamma) and gamma > 0)):
         raise ValueError(f"gamma must be 'scale', 'auto' or a number > 0, got {gamma!r}.")
+    if _KIND[kernel] == 2:
+        _check_degree(degree)
+    _check_coef0(coef0)
+
+
+def _check_finite_kernel(out, params, V=None):
+    """``out`` (a block of K, or a product K V) is finite — unless V itself is not (then
+    the caller's iterate diverged, which is not the kernel's doing); else ValueError
+    naming the kernel parameters that overflowed."""
+    if np.all(np.isfinite(out)) or (V is not None and not np.all(np.isfinite(V))):
+        return out
+    kind, gamma, degree, coef0 = params
+    name = {0: "linear", 1: "rbf", 2: "poly"}[kind]
+    what = {0: "x·z", 1: f"exp(-gamma ||x - z||²) with gamma={gamma:.6g}",
+            2: f"(gamma x·z + coef0)^degree with gamma={gamma:.6g}, coef0={coef0:.6g}, "
+               f"degree={degree}"}[kind]
+    raise ValueError(
+        f"The {name} kernel gives non-finite values on X: {what} overflows float64 (or the "
+        f"float32 cache of K). Lower gamma or degree (or |coef0|), or rescale X.")
 
 
 def as_kernel_input(X, name="X"):
@@ -112,6 +138,11 @@ def _dense_blocks(na, nb):
 
 
 def _gram_into(A, B, a2, b2, params, out, BT=None):
+    """K(A, B) into ``out``, checked finite."""
+    return _check_finite_kernel(_gram_fill(A, B, a2, b2, params, out, BT), params)
+
+
+def _gram_fill(A, B, a2, b2, params, out, BT=None):
     kind, gamma, degree, coef0 = params
     if sp.issparse(A) and A is B:
         BT = B.T.tocsr() if BT is None else BT
@@ -158,6 +189,11 @@ def kernel_matrix(A, B=None, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
 
 
 def _product(A, B, a2, b2, params, V, BT=None):
+    """``K(A, B) @ V`` without forming K, checked finite (when V is)."""
+    return _check_finite_kernel(_product_raw(A, B, a2, b2, params, V, BT), params, V)
+
+
+def _product_raw(A, B, a2, b2, params, V, BT=None):
     kind, gamma, degree, coef0 = params
     out = np.empty((A.shape[0], V.shape[1]))
     if sp.issparse(A):
@@ -265,6 +301,7 @@ class GramOperator:
             out = np.empty((self.n, V2.shape[1]))
             gram_matvec(self.K, np.ascontiguousarray(V2.T), out,
                         work=self.n * self.n * V2.shape[1])
+            _check_finite_kernel(out, self.params, V2)
         else:
             out = _product(self.X, self.X, self.sq_norms, self.sq_norms, self.params, V2,
                            BT=self._XT)

@@ -152,3 +152,28 @@ def test_bad_input():
         kernel_product(X, X, np.ones(4))
     with pytest.raises(ValueError, match="features"):
         GramOperator(X).cross(np.ones((2, 5)), np.ones(3))
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("cache", [2**31, 4 * 30 * 30, 0])  # float64, float32, no cache
+def test_kernel_overflow_raises_naming_the_parameters(sparse, cache):
+    rng = np.random.default_rng(5)
+    X = np.abs(rng.standard_normal((30, 6)))
+    X = sp.csr_matrix(X) if sparse else X
+    kw = dict(kernel="poly", gamma=1.0, degree=400, coef0=1.0)
+    with pytest.raises(ValueError, match=r"poly kernel .*gamma=1, coef0=1, degree=400"):
+        op = GramOperator(X, memory_budget=cache, **kw)
+        op.matvec(np.ones(30))
+    with pytest.raises(ValueError, match="non-finite"):
+        kernel_matrix(X, **kw)
+    with pytest.raises(ValueError, match="non-finite"):
+        kernel_product(X, X, np.ones(30), **kw)
+    # float32 cache: values beyond 3.4e38 are inf there, though finite in float64
+    if cache == 4 * 30 * 30:
+        with pytest.raises(ValueError, match="non-finite"):
+            GramOperator(X, memory_budget=cache, kernel="poly", gamma=1.0, degree=60)
+    # a product with a non-finite V is the caller's divergence, not the kernel's
+    op = GramOperator(X, memory_budget=cache, kernel="poly", degree=3)
+    V = np.ones(30)
+    V[0] = np.nan
+    assert np.isnan(op.matvec(V)).any()

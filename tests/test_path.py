@@ -591,3 +591,104 @@ def test_path_classifier_reports_its_reduction_and_checks_memory(monkeypatch, ca
     monkeypatch.setattr(memory, "available_bytes", lambda: 1000)
     with pytest.raises(MemoryError, match="path reduction on 80 rows x 6 features with 30"):
         LapSVMPathClassifier(graph=g, cv=2).fit(X, y)
+
+
+# -- review fixes: lambda_min at or above λ⁰, parameter checks, precomputed K ---------------
+
+def test_lambda_min_above_the_first_breakpoint_gives_no_complete_path():
+    """A path stopped at or above its first breakpoint λ⁰ knows nothing below it: it is not
+    complete, and coef_at below its end raises instead of returning the λ = ∞ solution."""
+    X, y, graph = problem(n=30, seed=13, normalized=True)
+    full = lapsvm_path(X, y, graph, rho=0.1)
+    assert full.lambdas.size > 3
+    lam0, lam = full.lambdas[0], full.lambdas[2]
+    for lam_min in (lam0, 2 * lam0, 1e300):
+        p = lapsvm_path(X, y, graph, rho=0.1, lambda_min=lam_min)
+        assert p.lambdas.size == 1 and not p.complete
+        with pytest.raises(ValueError, match="below the end"):
+            p.coef_at(lam)
+        above = min(2 * lam_min, 1e301)   # above the end: exact, as before
+        w, b = p.coef_at(above)
+        w0, b0 = full.coef_at(above)
+        np.testing.assert_allclose(w, w0, rtol=1e-12, atol=1e-300)
+        assert b == pytest.approx(b0, rel=1e-12, abs=1e-300)
+    # follow_path itself, without a free bias (the all-ones start)
+    lab = np.flatnonzero(y != -1)
+    red = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=0.1,
+                         fit_intercept=False)
+    t = np.where(y[lab] == 1, 1.0, -1.0)
+    Q = red.G * np.outer(t, t)
+    lam0 = (Q @ np.ones(t.size)).max()
+    assert not follow_path(Q, t, free_bias=False, lambda_min=2 * lam0)["complete"]
+    assert follow_path(Q, t, free_bias=False, lambda_min=0.5 * lam0)["lambdas"].size > 1
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(lambda_min=np.nan), "lambda_min"), (dict(lambda_min=np.inf), "lambda_min"),
+    (dict(lambda_min="abc"), "lambda_min"), (dict(lambda_min=0.0), "lambda_min"),
+    (dict(lambda_min_ratio=3.0), "lambda_min_ratio"),
+    (dict(lambda_min_ratio=np.nan), "lambda_min_ratio"),
+    (dict(lambda_min_ratio=None), "lambda_min_ratio"),
+    (dict(max_steps=0), "max_steps"), (dict(max_steps=-1), "max_steps"),
+    (dict(max_steps=2.5), "max_steps"),
+    (dict(method="cg", max_iter=0), "max_iter"), (dict(method="cg", max_iter=-5), "max_iter"),
+    (dict(method="cg", tol=-1.0, max_iter=0), "tol"), (dict(method="cg", tol="abc"), "tol"),
+    (dict(memory_budget=np.nan), "memory_budget"), (dict(memory_budget=None), "memory_budget"),
+    (dict(fit_intercept="no"), "fit_intercept"),
+    (dict(rho=True), "rho"), (dict(rho="abc"), "rho"), (dict(rho=10**400), "rho"),
+    (dict(kernel="rbf"), "kernel"), (dict(method="dense"), "method"),
+])
+def test_path_function_validates_its_parameters(kw, name):
+    X, y, graph = problem(n=30, seed=13)
+    kw = {"rho": 0.1, **kw}
+    with pytest.raises(ValueError, match=rf"^{name} must"):
+        lapsvm_path(X, y, graph, **kw)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # huge rho
+def test_path_function_takes_integers_beyond_int64():
+    X, y, graph = problem(n=30, seed=13)
+    p = lapsvm_path(X, y, graph, rho=10**19)  # beyond int64
+    q = lapsvm_path(X, y, graph, rho=1e19)
+    np.testing.assert_array_equal(p.lambdas, q.lambdas)
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(rho=True), "rho"), (dict(rho="abc"), "rho"), (dict(n_gammas=10**30), "n_gammas"),
+    (dict(n_gammas=True), "n_gammas"), (dict(n_gammas=1), "n_gammas"),
+    (dict(lambda_min_ratio=np.nan), "lambda_min_ratio"), (dict(memory_budget=None),
+                                                          "memory_budget"),
+])
+def test_path_classifier_validates_its_parameters(kw, name):
+    from linlap import LapSVMPathClassifier
+
+    X, y, _ = problem(n=30, seed=13)
+    with pytest.raises(ValueError, match=rf"^{name} must"):
+        LapSVMPathClassifier(cv=2, **kw).fit(X, y)
+
+
+def test_precomputed_kernel_must_be_symmetric_with_a_nonnegative_diagonal():
+    rng = np.random.default_rng(11)
+    n = 30
+    _, y, graph = problem(n=n, d=5, l=10, seed=11, normalized=True)
+    Phi = np.abs(rng.normal(size=(n, 40)))
+    K = Phi @ Phi.T
+    with pytest.raises(ValueError, match="nonnegative diagonal"):
+        lapsvm_path(-K, y, graph, rho=0.3, kernel="precomputed")
+    Ka = K.copy()
+    Ka[0, 1] += 1.0
+    with pytest.raises(ValueError, match="symmetric"):
+        lapsvm_path(Ka, y, graph, rho=0.3, kernel="precomputed")
+    with pytest.raises(ValueError, match="symmetric"):
+        lapsvm_path(sp.csr_matrix(Ka), y, graph, rho=0.3, kernel="precomputed")
+    # round-off asymmetry (a K computed in float32) is accepted, and changes nothing
+    Kr = K * (1 + 1e-9 * rng.standard_normal(K.shape))
+    assert lapsvm_path(Kr, y, graph, rho=0.3, kernel="precomputed").lambdas.size > 1
+
+
+def test_path_refuses_labeled_rows_that_are_all_empty():
+    X, y, graph = problem(n=30, seed=13)
+    X = sp.lil_matrix(X)
+    X[np.flatnonzero(y != -1), :] = 0
+    with pytest.raises(ValueError, match="every labeled row is empty"):
+        lapsvm_path(sp.csr_matrix(X), y, graph, rho=0.1)

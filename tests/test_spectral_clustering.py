@@ -175,3 +175,22 @@ def test_low_rank_extreme_and_transformer():
     est = LaplacianSpectralClustering(random_state=0)
     assert isinstance(est, TransformerMixin)
     np.testing.assert_allclose(est.fit_transform(Y), est.transform(Y), atol=1e-8)
+
+
+def test_linear_kernel_dimension_error_names_n_clusters_and_a_remedy():
+    """With the linear kernel the embedding dimension is bounded by n_features: the error
+    names the parameter the user set (n_clusters, not the n_components never set) and
+    suggests a non-linear kernel."""
+    X, _ = blobs(n=60, d=8, seed=3)
+    X1 = X[:, :1].toarray() + 0.1
+    with pytest.raises(ValueError, match=r"^n_clusters=2 .*n_features=1.*non-linear kernel"):
+        LaplacianSpectralClustering(random_state=0).fit(X1)
+    with pytest.raises(ValueError, match=r"^n_clusters=8 .*n_features=8.*non-linear kernel"):
+        LaplacianSpectralClustering(n_clusters=8, random_state=0).fit(X)
+    with pytest.raises(ValueError, match=r"^n_components=8 must .*n_features=8"):
+        LaplacianSpectralClustering(n_components=8, random_state=0).fit(X)
+    with pytest.raises(ValueError, match=r"^n_clusters=61 .*n_samples=60"):
+        LaplacianSpectralClustering(n_clusters=61, random_state=0).fit(X)
+    # a non-linear kernel takes them
+    labels = LaplacianSpectralClustering(kernel="rbf", random_state=0).fit(X1).labels_
+    assert set(labels) <= {0, 1}

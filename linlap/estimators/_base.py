@@ -11,7 +11,7 @@ from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, column_or_1d, validate_data
 
-from .._labels import marker_mask
+from .._labels import check_marker_fits, marker_mask
 from .._memory import check_memory, solve_bytes
 from .._progress import progress
 from .._validation import (MAX_ABS_VALUE, check_extreme_values, check_flags,
@@ -89,11 +89,22 @@ def count_nonempty_rows(X):
     return int(np.count_nonzero(np.any(X != 0, axis=1)))
 
 
+def check_labeled_nonempty(X, labeled_rows):
+    """Some labeled row of X has a nonzero entry: when every one is empty, f = Xw + b is
+    the same on all of them and every fit is the zero (or constant) model."""
+    if count_nonempty_rows(X[labeled_rows]) == 0:
+        raise ValueError(f"every labeled row is empty: nothing to learn from (the "
+                         f"{labeled_rows.size} labeled rows of X are all-zero; X has "
+                         f"{count_nonempty_rows(X)} non-empty rows, none labeled). Label "
+                         f"rows that have nonzero features.")
+
+
 def check_finite_solution(coef, intercept):
     """No NaN or inf escapes a fit."""
     if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
         raise ValueError("The solver produced non-finite coefficients; check that X has no "
-                         "extreme values and that gamma_A, gamma_I are not tiny.")
+                         "extreme values and that gamma_A, gamma_I are neither tiny nor "
+                         "huge.")
 
 
 def store_params(est, params):
@@ -120,6 +131,7 @@ def check_labels(y, marker):
     if nan_marker and y.dtype.kind not in "fO":
         raise ValueError(f"unlabeled=nan marks unlabeled rows of a float or object y; y "
                          f"has dtype {y.dtype}: pass the value that marks them instead.")
+    check_marker_fits(y, marker)
     unlabeled = marker_mask(y, marker)
     labeled_rows = np.flatnonzero(~unlabeled)
     if labeled_rows.size == 0:
@@ -287,7 +299,9 @@ class SemiSupervisedMixin:
                              f"y is None.")
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
-        return (X, y) + self._check_labels(y)
+        labels = self._check_labels(y)
+        check_labeled_nonempty(X, labels[0])
+        return (X, y) + labels
 
     def _check_labels(self, y):
         """:func:`check_labels` with this estimator's ``unlabeled`` marker."""

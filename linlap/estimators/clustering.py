@@ -10,7 +10,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import (check_extreme_values, check_graph_param, check_positive_int,
-                           check_tol)
+                           check_real, check_tol)
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers.spectral import kernel_spectral_embedding, linear_spectral_embedding
 from ._base import check_in_memory, resolve_graph, store_params
@@ -131,10 +131,8 @@ class LaplacianSpectralClustering(ClusterMixin, TransformerMixin, BaseEstimator)
         if (not isinstance(self.n_clusters, numbers.Integral) or isinstance(self.n_clusters, bool)
                 or self.n_clusters < 2):
             raise ValueError(f"n_clusters must be an integer >= 2, got {self.n_clusters!r}.")
-        if (not isinstance(self.reg, numbers.Real) or isinstance(self.reg, bool)
-                or not np.isfinite(self.reg) or self.reg <= 0):
-            raise ValueError(f"reg must be a finite number > 0, got {self.reg!r}.")
-        check_kernel_choice(self.kernel, self.gamma)
+        check_real("reg", self.reg, 0, low_open=True)
+        check_kernel_choice(self.kernel, self.gamma, self.degree, self.coef0)
         if self.n_components is not None and (
                 not isinstance(self.n_components, numbers.Integral)
                 or isinstance(self.n_components, bool) or self.n_components < 1):
@@ -170,9 +168,18 @@ class LaplacianSpectralClustering(ClusterMixin, TransformerMixin, BaseEstimator)
         n = X.shape[0]
         sign_rule = self.n_components is None and self.n_clusters == 2
         k = 1 if sign_rule else (self.n_components or self.n_clusters)
+        # the dimension asked for, named as the user set it
+        what = (f"n_components={k}" if self.n_components is not None else
+                f"n_clusters={self.n_clusters} (an embedding of dimension {k})")
         if k >= n:
-            raise ValueError(f"n_components={k} must be smaller than n_samples={n}.")
+            raise ValueError(f"{what} must be smaller than n_samples={n}.")
         linear = self.kernel == "linear"
+        if linear and k >= X.shape[1]:
+            raise ValueError(
+                f"{what} must be smaller than n_features={X.shape[1]} with kernel='linear' "
+                f"(its eigenfunctions x·w span at most n_features - 1 dimensions besides "
+                f"the constant); use a non-linear kernel (kernel='rbf' or 'poly') or "
+                f"fewer {'components' if self.n_components is not None else 'clusters'}.")
         if not linear and 3 * 8 * n * n > self.memory_budget:
             raise ValueError(
                 f"n = {n} rows is too large for kernel={self.kernel!r} within memory_budget="
@@ -180,7 +187,7 @@ class LaplacianSpectralClustering(ClusterMixin, TransformerMixin, BaseEstimator)
                 f"needs about {3 * 8 * n * n / 2**30:.2f} GiB. Use kernel='linear' (never "
                 f"forms K; scales to sparse text) or raise memory_budget.")
         graph = self._fit_graph(X)
-        common = dict(reg=self.reg, scale=graph.scale_, n_components=k, tol=self.tol,
+        common = dict(reg=float(self.reg), scale=graph.scale_, n_components=k, tol=self.tol,
                       max_iter=self.max_iter, random_state=self.random_state)
         if linear:
             sol = linear_spectral_embedding(X, graph.laplacian_matvec,

@@ -36,9 +36,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._labels import marker_mask
 from .._memory import check_memory, grid_bytes, solve_bytes
 from .._progress import progress
-from .._validation import (check_flags, check_graph_param, check_positive_int, check_tol,
-                           check_verbose, is_int)
+from .._validation import (check_flags, check_graph_param, check_positive_int, check_real,
+                           check_tol, check_verbose, is_int)
 from ..graph import KNNGraph
+from ..graph.params import check_power
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.grid import laprls_grid, lapsvm_grid
 from ..solvers.laprls import laprls_linear
@@ -285,9 +286,7 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         if not vals:
             raise ValueError(f"{name} must hold at least one value.")
         for v in vals:
-            if not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_)) \
-                    or not np.isfinite(v) or v <= 0:
-                raise ValueError(f"every {name} must be a finite number > 0, got {v!r}.")
+            check_real(f"every {name}", v, 0, low_open=True)
         return vals
 
     def _check_grid(self):
@@ -305,8 +304,8 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         gI = self._grid_values("gamma_I")
         powers = [None] if self.power is None else _as_list(self.power)
         for p in powers:
-            if p is not None and not (is_int(p) and p >= 1):
-                raise ValueError(f"power must be None or integers >= 1, got {p!r}.")
+            if p is not None:
+                check_power(p)
         if not powers:
             raise ValueError("power must hold at least one value (None: the graph's).")
         cp = self.class_prior
@@ -669,6 +668,10 @@ class LapSVMClassifierCV(_GridCV):
                  loss="squared_hinge", unlabeled=-1, fit_intercept=True, tol=1e-4,
                  max_iter=50, memory_budget=2**30, verbose=0):
         store_params(self, locals())
+
+    def _check_grid(self):
+        check_positive_int(self, "memory_budget")
+        return super()._check_grid()
 
     def _base_extra(self):
         return {"solver": self.solver, "loss": self.loss, "memory_budget": self.memory_budget}

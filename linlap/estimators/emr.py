@@ -2,7 +2,6 @@
 of candidate Laplacians jointly with the classifier."""
 
 import itertools
-import numbers
 import sys
 import time
 
@@ -12,11 +11,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import (check_consistent_length, check_is_fitted, column_or_1d,
                                       validate_data)
 
-from .._validation import check_graph_param, check_positive_int, check_tol, check_verbose
+from .._validation import (check_graph_param, check_positive_int, check_tol, check_verbose,
+                           is_finite_real)
+from ..graph.params import check_graph_params
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
-from ._base import (check_in_memory, check_predict_X, default_graph, labeled_score,
+from ._base import (check_in_memory, check_labeled_nonempty, check_predict_X, default_graph, labeled_score,
                     scaled_gamma_A, scaled_gamma_I, store_params)
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
@@ -75,6 +76,8 @@ def candidate_graphs(X, candidates, graph=None):
         settings = [dict(zip(keys, combo)) for combo in itertools.product(*values)]
         params = base.get_params(deep=False)
         specs = [KNNGraph(**dict(params, **s)) for s in settings]
+        for spec in specs:  # every setting (a power of 10**30 ...) before any search
+            check_graph_params(spec)
         if getattr(base, "adjacency_", None) is not None:
             return _views_of(base, specs), 0.0
         return _from_unfitted(X, specs, n)
@@ -92,6 +95,8 @@ def candidate_graphs(X, candidates, graph=None):
             raise ValueError(f"A candidate graph was built on {g.n_samples_fit_} rows but X "
                              f"has {n}; build the graphs on the X passed to fit.")
     unfitted = [g for g, f in zip(candidates, fitted) if not f]
+    for g in unfitted:
+        check_graph_params(g)
     built, t = _from_unfitted(X, unfitted, n) if unfitted else ([], 0.0)
     it = iter(built)
     return [g if f else next(it) for g, f in zip(candidates, fitted)], t
@@ -314,8 +319,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
     def _check_params(self):
         if not (isinstance(self.gamma_R, str) and self.gamma_R == "auto"):
             v = self.gamma_R
-            if (not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_))
-                    or not np.isfinite(v) or v < 0):
+            if not is_finite_real(v) or v < 0:
                 raise ValueError(f"gamma_R must be 'auto' or a finite number >= 0, got {v!r}.")
         check_tol(self)
         check_positive_int(self, "max_iter")
@@ -343,6 +347,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
         labeled, _, _, y_idx = base._check_labels(y)  # the base's own label rules
+        check_labeled_nonempty(X, labeled)
         n_classes = int(y_idx.max()) + 1
         T = pm1_targets(y_idx, n_classes)
         n = X.shape[0]
@@ -400,7 +405,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
                   file=sys.stderr)
 
         t0 = time.perf_counter()
-        res = emr_alternate(solve_f, smoothness, m, gamma_R=self.gamma_R, tol=self.tol,
+        gamma_R = self.gamma_R if isinstance(self.gamma_R, str) else float(self.gamma_R)
+        res = emr_alternate(solve_f, smoothness, m, gamma_R=gamma_R, tol=self.tol,
                             max_iter=self.max_iter,
                             callback=report if self.verbose else None)
         t_fits = time.perf_counter() - t0

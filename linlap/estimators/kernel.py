@@ -18,7 +18,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import (check_extreme_values, check_flags, check_graph_param,
-                           check_nonnegative, check_positive_int, check_tol, check_verbose)
+                           check_nonnegative, check_positive_int, check_tol, check_verbose,
+                           is_int)
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.kernel_newton import kernel_newton
@@ -61,7 +62,7 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
         if not self.gamma_A > 0:
             raise ValueError("gamma_A must be > 0 in kernel mode: with gamma_A = 0 the "
                              "coefficients α of the kernel expansion are not determined.")
-        check_kernel_choice(self.kernel, self.gamma)
+        check_kernel_choice(self.kernel, self.gamma, self.degree, self.coef0)
         if self.solver not in self._solvers:
             raise ValueError(f"solver must be one of {self._solvers}, got {self.solver!r}.")
         if self.early_stopping not in EARLY_STOPPING:
@@ -69,13 +70,13 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
                              f"{self.early_stopping!r}.")
         check_tol(self)
         check_positive_int(self, "max_iter", "memory_budget")
-        if self.check_every is not None and (not isinstance(self.check_every, numbers.Integral)
+        if self.check_every is not None and (not is_int(self.check_every)
                                              or self.check_every < 1):
             raise ValueError(f"check_every must be None or an integer >= 1, got "
                              f"{self.check_every!r}.")
         if not isinstance(self.stability_tol, numbers.Real) or not 0 < self.stability_tol < 1:
             raise ValueError(f"stability_tol must be in (0, 1), got {self.stability_tol!r}.")
-        check_flags(self, "fit_intercept", "warm_start")
+        check_flags(self, "fit_intercept", "warm_start", "recompute_kernel")
         check_verbose(self)
         check_graph_param(self)
 

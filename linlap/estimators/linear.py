@@ -3,6 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import check_positive_int
 from ..solvers.laprls import laprls_linear
 from ..solvers.lapsvm_newton import lapsvm_newton
 from ..solvers.lapsvm_tinv import lapsvm_tinv
@@ -244,6 +245,7 @@ class LapSVMClassifier(LinearLapClassifier):
             raise ValueError(f"solver must be 'newton' or 'tinv', got {self.solver!r}.")
         if self.loss not in ("squared_hinge", "hinge"):
             raise ValueError(f"loss must be 'squared_hinge' or 'hinge', got {self.loss!r}.")
+        check_positive_int(self, "memory_budget")
         if self.solver == "newton" and self.loss != "squared_hinge":
             raise ValueError("solver='newton' minimises the squared hinge; use "
                              "solver='tinv' for loss='hinge'.")

@@ -7,9 +7,9 @@ on validation rows or by k-fold cross-validation over the labeled rows, all fold
 one l × l matrix.
 """
 
-import numbers
 import sys
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -17,14 +17,31 @@ from sklearn.utils import check_array, check_consistent_length, column_or_1d
 from sklearn.utils.validation import check_is_fitted
 
 from .._memory import check_memory, solve_bytes
-from .._validation import (check_extreme_values, check_flags, check_graph_param,
-                           check_positive_int, check_tol, check_verbose)
+from .._validation import (check_extreme_values, check_flags, check_graph_param, check_int,
+                           check_positive_int, check_real, check_tol, check_verbose)
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.path import path_for_targets, path_reduction
-from ._base import LinearLapClassifier, check_labels, store_params
+from ._base import LinearLapClassifier, check_labeled_nonempty, check_labels, store_params
 from .cv import _check_cv, _folds, _validation_set
 
 __all__ = ["LapSVMPathClassifier", "lapsvm_path"]
+
+#: Largest ``n_gammas`` (a grid point costs one interpolation per path: a million is
+#: far beyond any use, and keeps the grid arrays small).
+MAX_N_GAMMAS = 10**6
+
+
+def check_path_params(p):
+    """The parameters :func:`lapsvm_path` and :class:`LapSVMPathClassifier` share, read
+    from the attributes of ``p`` (the estimator, or the function's keywords): ValueError
+    naming the first bad one."""
+    check_real("rho", p.rho, 0, low_open=True)
+    if not (isinstance(p.method, str) and p.method in ("auto", "gram", "cg")):
+        raise ValueError(f"method must be 'auto', 'gram' or 'cg', got {p.method!r}.")
+    check_real("lambda_min_ratio", p.lambda_min_ratio, 0, 1, low_open=True, high_open=True)
+    check_tol(p)
+    check_positive_int(p, "max_iter", "memory_budget")
+    check_flags(p, "fit_intercept")
 
 
 def lapsvm_path(X, y, graph, *, rho, unlabeled=-1, kernel=None, fit_intercept=True,
@@ -63,20 +80,34 @@ def lapsvm_path(X, y, graph, *, rho, unlabeled=-1, kernel=None, fit_intercept=Tr
         fast for n or d up to a few thousand; 'cg' by one batched CG with l + 1 columns
         (large n and d); 'auto' picks 'gram' when its dense arrays fit ``memory_budget``.
     lambda_min : float, optional
-        End of the path (default ``lambda_min_ratio · λ⁰``).
+        End of the path, a finite number > 0 (default ``lambda_min_ratio · λ⁰``). At or
+        above λ⁰ the path is its single point at ``lambda_min`` and is not complete:
+        ``coef_at`` below it raises.
     lambda_min_ratio : float, default=1e-6
-        The path ends at this fraction of its first breakpoint λ⁰ when ``lambda_min``
-        is None. Deeper than :class:`LapSVMPathClassifier`'s 1e-4, which scores a grid
+        The path ends at this fraction (in (0, 1)) of its first breakpoint λ⁰ when
+        ``lambda_min`` is None. Deeper than :class:`LapSVMPathClassifier`'s 1e-4, which scores a grid
         of γ_I on the path: the function returns the path itself, for inspection.
-    max_steps : int, optional
+    max_steps : int >= 1, optional
         Cap on breakpoints (``50 l + 100``).
-    tol, max_iter : CG settings (method 'cg').
+    tol, max_iter : CG settings (method 'cg'): ``0 < tol < 1``, ``max_iter >= 1``.
     memory_budget : int, default=2**30
+
+    The parameters are checked as :class:`LapSVMPathClassifier` checks its own
+    (:func:`check_path_params`), before any work.
 
     Returns
     -------
     LapSVMPath
     """
+    check_path_params(SimpleNamespace(
+        rho=rho, method=method, lambda_min_ratio=lambda_min_ratio, tol=tol,
+        max_iter=max_iter, memory_budget=memory_budget, fit_intercept=fit_intercept))
+    if lambda_min is not None:
+        check_real("lambda_min", lambda_min, 0, low_open=True)
+    if max_steps is not None:
+        check_int("max_steps", max_steps, 1)
+    if kernel not in (None, "precomputed"):
+        raise ValueError(f"kernel must be None or 'precomputed', got {kernel!r}.")
     X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
     check_extreme_values(X)
     y = column_or_1d(y)
@@ -91,6 +122,8 @@ def lapsvm_path(X, y, graph, *, rho, unlabeled=-1, kernel=None, fit_intercept=Tr
     if classes.size != 2:
         raise ValueError(f"lapsvm_path is binary: the labeled rows must hold exactly 2 "
                          f"classes, found {classes.size}.")
+    if kernel is None:  # (a row of a precomputed K is no document)
+        check_labeled_nonempty(X, lab)
     targets = np.where(y_idx == 1, 1.0, -1.0)
     red = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=rho,
                          fit_intercept=fit_intercept, kernel=kernel, method=method, tol=tol,
@@ -169,20 +202,9 @@ class LapSVMPathClassifier(LinearLapClassifier):
         store_params(self, locals())
 
     def _check_params(self):
-        if not isinstance(self.rho, numbers.Real) or not np.isfinite(self.rho) or self.rho <= 0:
-            raise ValueError(f"rho must be a finite number > 0, got {self.rho!r}.")
+        check_path_params(self)
         _check_cv(self.cv)
-        if (not isinstance(self.n_gammas, numbers.Integral) or isinstance(self.n_gammas, bool)
-                or self.n_gammas < 2):
-            raise ValueError(f"n_gammas must be an integer >= 2, got {self.n_gammas!r}.")
-        if self.method not in ("auto", "gram", "cg"):
-            raise ValueError(f"method must be 'auto', 'gram' or 'cg', got {self.method!r}.")
-        r = self.lambda_min_ratio
-        if not isinstance(r, numbers.Real) or not 0 < r < 1:
-            raise ValueError(f"lambda_min_ratio must be in (0, 1), got {r!r}.")
-        check_tol(self)
-        check_positive_int(self, "max_iter", "memory_budget")
-        check_flags(self, "fit_intercept")
+        check_int("n_gammas", self.n_gammas, 2, MAX_N_GAMMAS)
         check_verbose(self)
         check_graph_param(self)
 

@@ -150,7 +150,10 @@ class KNNGraph(BaseEstimator):
         normalised Laplacian at the same γ_I (γ_I must shrink accordingly, or every
         prediction collapses to one class).
     power : int, default=5
-        The operator applies L^p (p >= 1) by p sparse matrix products.
+        The operator applies L^p (1 <= p <= 100) by p sparse matrix products. The
+        normalised Laplacian's eigenvalues reach 2, so those of L^p reach 2^p: powers
+        above 100 are refused (2^100 ≈ 1e30 already dwarfs every other term; beyond
+        about 1000 they overflow float64).
     space : {'auto', 'tfidf', 'svd'}, default='auto'
         Search neighbours on the (row-normalised) input itself, or on its
         row-normalised TruncatedSVD embedding. 'auto': the input itself when

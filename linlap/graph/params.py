@@ -1,22 +1,30 @@
 """Validation of the KNNGraph parameters."""
 
-import numbers
-
 import numpy as np
 
-from .._validation import is_int
+from .._validation import is_finite_real, is_int
 from .search import RESERVED_NNDESCENT_KEYS
 from .weights import SYMMETRIZE, WEIGHTS
 
-__all__ = ["check_graph_params", "check_power", "SPACES", "ALGORITHMS"]
+__all__ = ["check_graph_params", "check_power", "MAX_POWER", "SPACES", "ALGORITHMS"]
 
 SPACES = ("auto", "tfidf", "svd")
 ALGORITHMS = ("auto", "exact", "nndescent")
 
 
+#: Largest Laplacian power accepted: the normalised Laplacian's eigenvalues reach 2, so
+#: those of L^p reach 2^p (2^100 ~ 1e30 already swamps any other term of the objective;
+#: beyond ~1000 they overflow float64 and the solvers return zero or NaN models).
+MAX_POWER = 100
+
+
 def check_power(p):
-    if not is_int(p) or p < 1:
-        raise ValueError(f"power must be an integer >= 1, got {p!r}.")
+    """``p`` is an integer in [1, MAX_POWER] (not a bool); else ValueError naming power."""
+    if not is_int(p) or not 1 <= p <= MAX_POWER:
+        raise ValueError(
+            f"power must be an integer in [1, {MAX_POWER}], got {p!r} (the normalised "
+            f"Laplacian's eigenvalues reach 2, so those of L^p reach 2^p: a larger power "
+            f"overflows float64 or leaves only the graph term; the default is 5).")
 
 
 def check_graph_params(self):
@@ -30,8 +38,7 @@ def check_graph_params(self):
         raise ValueError(f"n_neighbors must be an integer >= 1, got {self.n_neighbors!r}.")
     choice("weight", WEIGHTS)
     if self.heat_sigma is not None:
-        if (not isinstance(self.heat_sigma, numbers.Real) or isinstance(self.heat_sigma, bool)
-                or not np.isfinite(self.heat_sigma) or self.heat_sigma <= 0):
+        if not is_finite_real(self.heat_sigma) or self.heat_sigma <= 0:
             raise ValueError(
                 f"heat_sigma must be a finite number > 0 or None, got {self.heat_sigma!r}.")
     choice("symmetrize", SYMMETRIZE)

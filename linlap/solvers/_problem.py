@@ -8,6 +8,8 @@ parsing labels and markers is the estimators' job.
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import is_finite_number
+
 __all__ = ["LinearSolution", "check_rows_and_targets", "check_weights", "check_problem",
            "unlabeled_mean", "pm1_targets", "predict_index", "laplacian_of_ones"]
 
@@ -41,9 +43,9 @@ def check_weights(gamma_A, gamma_I, scale):
     """γ_A, γ_I finite and >= 0; the graph scale s finite and >= 0 when γ_I > 0 (s = 0:
     a graph without edges, whose term vanishes)."""
     for name, v in (("gamma_A", gamma_A), ("gamma_I", gamma_I)):
-        if not np.isfinite(v) or v < 0:
+        if not is_finite_number(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
-    if gamma_I > 0 and not (np.isfinite(scale) and scale >= 0):
+    if gamma_I > 0 and not (is_finite_number(scale) and scale >= 0):
         raise ValueError(f"scale must be a finite number >= 0 (0: a graph without edges), "
                          f"got {scale!r}.")
 

@@ -21,7 +21,12 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .normal_operator import accepts_keyword
 
-__all__ = ["batched_cg", "CGInfo"]
+__all__ = ["batched_cg", "CGInfo", "NonFiniteOperatorError"]
+
+
+class NonFiniteOperatorError(ValueError, FloatingPointError):
+    """The CG operator returned NaN or inf: it overflows float64 (a Laplacian power or
+    weights too large), which no number of iterations cures."""
 
 
 class CGInfo:
@@ -188,6 +193,13 @@ def batched_cg(
         na = cols.size
         apply(Pa, cols, APa)
         column_dots(Pa, APa, pAp[:na])
+        if not np.all(np.isfinite(pAp[:na])):
+            # not round-off: the operator overflowed (or was given non-finite data)
+            raise NonFiniteOperatorError(
+                f"{name}: the operator returned non-finite values (pᵀAp = "
+                f"{pAp[:na][~np.isfinite(pAp[:na])][0]} at iteration {n_iter + 1}): A "
+                f"overflows float64 — e.g. a Laplacian power too large (L^p's eigenvalues "
+                f"reach 2^p), or weights or values of X too large.")
         # pAp <= 0 can only come from round-off (A is SPD): stop those columns.
         ok = pAp[:na] > 0
         positions = None

@@ -16,6 +16,8 @@ of eq. 10 (:func:`update_mu`).
 
 import numpy as np
 
+from .._validation import is_finite_number
+
 __all__ = ["pair_update", "update_mu", "mu_objective", "combined_laplacian_matvec",
            "laplacian_terms", "emr_alternate", "EMRResult"]
 
@@ -74,7 +76,7 @@ def update_mu(s, gamma_R, mu=None, *, tol=1e-12, max_sweeps=1000):
     m = s.size
     if m == 0:
         raise ValueError("s must have at least one entry.")
-    if not (np.isfinite(gamma_R) and gamma_R >= 0):
+    if not (is_finite_number(gamma_R) and gamma_R >= 0):
         raise ValueError(f"gamma_R must be a finite number >= 0, got {gamma_R!r}.")
     mu = np.full(m, 1.0 / m) if mu is None else np.array(mu, dtype=np.float64).ravel()
     if mu.shape != (m,):

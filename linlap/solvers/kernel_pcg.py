@@ -335,6 +335,8 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         G0[rows] = -(2.0 / l) * Y
         gb0 = -(2.0 / l) * Y.sum(axis=0) if fit_intercept else np.zeros(k)
         gPg0 = gb0 * gb0 + np.einsum("ij,ij->j", G0, np.asarray(kernel_matvec(G0)))
+    _check_finite_gradient(gPg, 0)
+    _check_finite_gradient(gPg0, 0)
     D, db, KD = -G, -gb, -KG
     active = gPg > 0
     steepest = np.ones(k, dtype=bool)  # the current direction is −∇̂ (no PR term)
@@ -376,6 +378,7 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         Gn, gbn = gradient(cols)
         KGn = np.asarray(kernel_matvec(Gn))
         gPgn = gbn * gbn + np.einsum("ij,ij->j", Gn, KGn)
+        _check_finite_gradient(gPgn, t)
         cross = gbn * gb[cols] + np.einsum("ij,ij->j", KGn, G[:, cols])
         with np.errstate(divide="ignore", invalid="ignore"):
             rho = np.where(gPg[cols] > 0, (gPgn - cross) / gPg[cols], 0.0)
@@ -427,3 +430,13 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
                       "check; increase max_iter.", ConvergenceWarning, stacklevel=2)
     return KernelSolution(A.T.copy(), b, F, t, converged, stop_reason, float(rel.max()),
                           np.array(history), ls_pieces, checks)
+
+
+def _check_finite_gradient(gPg, iteration):
+    """A NaN or infinite (preconditioned) gradient norm is an overflow, never convergence
+    (``rel > tol`` is False for NaN, which would stop the columns as if converged)."""
+    if not np.all(np.isfinite(gPg)):
+        raise ValueError(
+            f"Kernel PCG: the gradient became non-finite at iteration {iteration} (K or the "
+            f"graph term overflows float64): lower the kernel's gamma or degree (or "
+            f"|coef0|), the Laplacian power, or gamma_A / gamma_I.")

@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
 
+from .._validation import is_finite_number
 from ._problem import LinearSolution, check_problem, laplacian_of_ones
 from .lapsvm_newton import squared_hinge_line_search
 
@@ -76,12 +77,12 @@ class TinvFactor:
 
 
 def _check_tinv_weights(gamma_A, gamma_I, scale):
-    if not (np.isfinite(gamma_A) and gamma_A > 0):
+    if not (is_finite_number(gamma_A) and gamma_A > 0):
         raise ValueError(f"The T⁻¹ solver needs gamma_A > 0 (T² = γ_A I + γ_I s XᵀL^pX must be "
                          f"positive definite), got {gamma_A!r}; use lapsvm_newton otherwise.")
-    if not (np.isfinite(gamma_I) and gamma_I >= 0):
+    if not (is_finite_number(gamma_I) and gamma_I >= 0):
         raise ValueError(f"gamma_I must be a finite number >= 0, got {gamma_I!r}.")
-    if gamma_I > 0 and not (np.isfinite(scale) and scale >= 0):
+    if gamma_I > 0 and not (is_finite_number(scale) and scale >= 0):
         raise ValueError(f"scale must be a finite number >= 0, got {scale!r}.")
     return gamma_I * scale / gamma_A if gamma_I > 0 else 0.0
 

@@ -66,6 +66,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._validation import check_int, check_real
 from .path_reduction import PathReduction, path_reduction
 
 _EPS = 1e-10   # relative tolerance of ties between events and of the elbow test
@@ -301,6 +302,12 @@ def follow_path(Q, y, *, free_bias, lambda_min=None, lambda_min_ratio=1e-6, max_
     'degenerate'), 'zero_model' (all-ones start with Q1 = 0 up to round-off: α = 1 and the
     model is w = 0, b = 0 at every λ).
     """
+    if lambda_min is not None:
+        check_real("lambda_min", lambda_min, 0, low_open=True)
+    else:
+        check_real("lambda_min_ratio", lambda_min_ratio, 0, 1, low_open=True, high_open=True)
+    if max_steps is not None:
+        check_int("max_steps", max_steps, 1)
     y = np.asarray(y, dtype=np.float64)
     l = y.size
     Q = 0.5 * (Q + Q.T)
@@ -329,11 +336,13 @@ def follow_path(Q, y, *, free_bias, lambda_min=None, lambda_min_ratio=1e-6, max_
     status = np.where(alpha >= 1.0, 1, 0).astype(np.int8)
     status[E] = 2
     if not lam > lambda_min:
-        # no event above λ_min: α⁰ is optimal everywhere above it
+        # no event above λ_min: α⁰ is optimal everywhere above it. Complete (exact down to
+        # λ → 0) only without any event at λ > 0 (λ⁰ <= 0: the Q1 = 0 model); a λ_min at
+        # or above λ⁰ stops before the first breakpoint, below which α⁰ is not optimal
         lam_end = lambda_min if lambda_min > 0 else 1.0
         a0 = alpha0 + (lam_end - lam) * slope0
         raw.add(lam_end, alpha, a0, np.zeros(l, bool), "Q1 = 0" if zero_model else "no event")
-        return _pack(raw, slope0, init, True, "ok", zero_model)
+        return _pack(raw, slope0, init, not lam > 0, "ok", zero_model)
     raw.add(lam, alpha, alpha0, E, init)
     zero_steps = 0
     state = "ok"

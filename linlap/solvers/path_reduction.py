@@ -10,6 +10,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from .._validation import is_finite_real
 from ._problem import laplacian_of_ones
 from .cg import batched_cg
 from .normal_operator import NormalOperator
@@ -102,9 +103,36 @@ def _primal_direct(X, rows, laplacian_matvec, scale, rho, m):
 
 
 def _check_rho(rho):
-    if not (np.isscalar(rho) and np.isfinite(rho) and rho > 0):
+    if not (is_finite_real(rho) and rho > 0):
         raise ValueError(f"rho = gamma_A/gamma_I must be a finite number > 0, got {rho!r}.")
     return float(rho)
+
+
+#: relative asymmetry of a precomputed Gram matrix accepted (float32 round-off and more)
+_GRAM_SYMMETRY_RTOL = 1e-6
+
+
+def _check_precomputed_gram(K):
+    """A precomputed K is symmetric (to ``_GRAM_SYMMETRY_RTOL`` of its largest entry) with
+    a nonnegative diagonal (``K_ii = k(x_i, x_i) >= 0`` for a Mercer kernel); else the
+    path's Q is not a PSD matrix and the path means nothing."""
+    top = abs(K).max() if K.size else 0.0
+    if sp.issparse(K):
+        asym = abs(K - K.T).max() if K.nnz else 0.0
+        diag = K.diagonal()
+    else:
+        asym = np.abs(K - K.T).max() if K.size else 0.0
+        diag = np.diag(K)
+    asym = float(asym) / max(float(top), np.finfo(float).tiny)
+    if asym > _GRAM_SYMMETRY_RTOL:
+        raise ValueError(f"kernel='precomputed' needs a symmetric Gram matrix K = k(x_i, x_j); "
+                         f"K - K^T reaches {asym:.3g} of its largest entry (tolerance "
+                         f"{_GRAM_SYMMETRY_RTOL:g}).")
+    if diag.size and diag.min() < -_GRAM_SYMMETRY_RTOL * float(top):
+        i = int(np.argmin(diag))
+        raise ValueError(f"kernel='precomputed' needs a Gram matrix with a nonnegative diagonal "
+                         f"(K_ii = k(x_i, x_i) >= 0), got K[{i}, {i}] = {diag[i]:.6g}: pass K "
+                         f"itself, not -K or a distance matrix.")
 
 
 def path_reduction(X, labeled_rows, laplacian_matvec, scale, *, rho, fit_intercept=True,
@@ -155,6 +183,7 @@ def path_reduction(X, labeled_rows, laplacian_matvec, scale, *, rho, fit_interce
     if kernel == "precomputed":
         if X.shape != (n, n):
             raise ValueError(f"kernel='precomputed' needs a square Gram matrix, got {X.shape}.")
+        _check_precomputed_gram(X)
         method = "kernel"
         if need_dense > memory_budget:
             raise ValueError(f"The kernel path needs {need_dense} bytes for n = {n} (n × n "

@@ -30,7 +30,9 @@ import numpy as np
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 
+from .._validation import is_finite_number
 from ._problem import LinearSolution, check_problem
+from .cg import NonFiniteOperatorError
 from .lapsvm_newton import lapsvm_newton
 
 __all__ = ["s3vm_annealing", "s3vm_switching", "s3vm_objective", "s3vm_problem",
@@ -359,7 +361,7 @@ class _Solver:
                  cg_max_iter, balance="labels"):
         Y, rows = check_problem(X, targets, labeled_rows, gamma_A=gamma_A, gamma_I=gamma_I,
                                 scale=scale)
-        if not (np.isfinite(gamma_U) and gamma_U >= 0):
+        if not (is_finite_number(gamma_U) and gamma_U >= 0):
             raise ValueError(f"gamma_U must be a finite number >= 0, got {gamma_U!r}.")
         self.U = _check_unlabeled(X.shape[0], rows, unlabeled_rows)
         self.Y, self.rows = Y, rows
@@ -408,18 +410,34 @@ class _Solver:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             bal = {} if self.mean is None else dict(balance=self.mean, unlabeled_rows=self.U)
-            if P is None:
-                sol = lapsvm_newton(self.X, self.Y, self.rows, self.lap, tol=tol, init=init,
-                                    **bal, **kw)
-            else:
-                rows, T, W = s3vm_problem(self.rows, self.Y, self.U, P, self.gamma_U)
-                sol = lapsvm_newton(self.X, T, rows, self.lap, tol=tol, init=init,
-                                    row_weights=W, **bal, **kw)
+            try:
+                if P is None:
+                    sol = lapsvm_newton(self.X, self.Y, self.rows, self.lap, tol=tol,
+                                        init=init, **bal, **kw)
+                else:
+                    rows, T, W = s3vm_problem(self.rows, self.Y, self.U, P, self.gamma_U)
+                    sol = lapsvm_newton(self.X, T, rows, self.lap, tol=tol, init=init,
+                                        row_weights=W, **bal, **kw)
+            except NonFiniteOperatorError as exc:
+                raise ValueError(self._overflow_message(kw)) from exc
+        if not (np.all(np.isfinite(sol.coef)) and np.all(np.isfinite(sol.intercept))):
+            raise ValueError(self._overflow_message(kw))
         self.warned |= any(issubclass(w.category, ConvergenceWarning) for w in caught)
         self.n_solves += 1
         self.newton_steps += sol.n_iter
         self.cg_iter += sol.state.get("cg_iter", 0)
         return sol
+
+    def _overflow_message(self, kw):
+        """Why a solve came out non-finite: a weight too large (γ·‖w‖² or the row-weighted
+        sums beyond float64; a huge γ_A leaves w ≈ 0 anyway) or too small (the system near
+        singular), or extreme values of X."""
+        return (f"The S3VM's LapSVM solve produced non-finite values with gamma_A="
+                f"{kw['gamma_A']:.3g}, gamma_I={kw['gamma_I']:.3g}, gamma_U="
+                f"{self.gamma_U:.3g}: a huge weight takes the solver's float64 sums out of "
+                f"range (gamma * ||w||^2 overflows), a tiny one leaves the system near "
+                f"singular. Lower a huge gamma_A / gamma_I (or raise a tiny one), or "
+                f"rescale X (rows of unit norm).")
 
     def estimate_fraction(self, sol):
         """π when asked for: 'start' — :func:`start_fraction` of the start's decision

@@ -44,6 +44,8 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, lobpcg
 from sklearn.utils import check_random_state
 
+from .._validation import is_finite_number
+
 __all__ = ["SpectralSolution", "linear_spectral_embedding", "kernel_spectral_embedding"]
 
 
@@ -75,9 +77,9 @@ class SpectralSolution:
 
 
 def _check(reg, scale, n_components, n):
-    if not (np.isfinite(reg) and reg > 0):
+    if not (is_finite_number(reg) and reg > 0):
         raise ValueError(f"reg must be a finite number > 0, got {reg!r}.")
-    if not (np.isfinite(scale) and scale >= 0):
+    if not (is_finite_number(scale) and scale >= 0):
         raise ValueError(f"scale must be a finite number >= 0, got {scale!r}.")
     if not (isinstance(n_components, (int, np.integer)) and 1 <= n_components < n):
         raise ValueError(f"n_components must be an integer in [1, n_samples), got "
