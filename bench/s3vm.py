@@ -20,7 +20,8 @@ drawn from the training split; test split held out. Every method sees the same T
 methods share one ``KNNGraph`` per set (its build time is printed once and is not in
 the fit times). Times are per-draw ratios to the LapSVM fit of the same draw, in the
 same process, after one untimed warm-up fit of every method. The run ends with the mean over
-the sets and the margins of ``LapS3VMClassifier()`` over every other row, paired by set and
+the sets and the margins of ``LapS3VMClassifier()`` (and of the grid's combined choice, when
+run) over every other row, paired by set and
 draw (mean, its standard error, draws won and lost).
 
 ``--select`` chooses the S³VM weights without test labels: PCMAC's training split is
@@ -506,8 +507,8 @@ def main():
         e = np.mean([results[s][label][0] for s in sets])
         r = np.mean([results[s][label][1] for s in sets])
         print(f"| {label} | {e:.1f} | {r:.1f} |")
-    ref = next((m for m in labels if m.startswith(COMBINED)), None)
-    if ref is not None and len(labels) > 1:
+    refs = [m for m in labels if m.startswith(COMBINED) or "grid's combined choice" in m]
+    for ref in refs if len(labels) > 1 else []:
         print(f"\n### Margins of {ref}, points (other row − it), over the {len(sets)} sets × "
               f"{args.draws} draws\n")
         print("| against | mean margin | paired standard error | draws it wins / loses |")
