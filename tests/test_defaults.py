@@ -15,15 +15,15 @@ from linlap.estimators.cv import AUTO_GAMMA_I_FACTORS, select_gamma_I
 from linlap.solvers._problem import pm1_targets, predict_index
 
 
-def _problem(graph_carries_labels, sparse, n=240, d=40, n_classes=2, seed=0):
+def _problem(graph_carries_labels, sparse, n=240, d=40, n_classes=2, seed=0, signal=0.8):
     """Documents whose own features identify the class only weakly (a few noisy
-    class-specific terms), and a 10-NN graph built either on class-pure coordinates
+    class-specific terms, of strength ``signal``), and a 10-NN graph built either on class-pure coordinates
     (it carries the labels) or on random coordinates (pure noise)."""
     rng = np.random.default_rng(seed)
     y = np.repeat(np.arange(n_classes), n // n_classes)
     X = np.abs(rng.standard_normal((n, d))) * (rng.random((n, d)) < 0.3)
     for c in range(n_classes):
-        X[y == c, 3 * c: 3 * c + 3] += 0.8 * rng.random(((y == c).sum(), 3))
+        X[y == c, 3 * c: 3 * c + 3] += signal * rng.random(((y == c).sum(), 3))
     X[:, -1] += 0.1
     if graph_carries_labels:
         Z = np.eye(n_classes)[y] + 0.05 * np.abs(rng.standard_normal((n, n_classes)))
@@ -73,7 +73,9 @@ def test_rule_equals_its_formula(sparse):
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_noise_graph_picks_small_gamma_I(sparse):
-    X, y, ys, graph = _problem(False, sparse)
+    # signal 1.2: the labels alone beat the noise graph by more than the rule's two
+    # standard errors (at 0.8 the γ_I = 0 ridge fit, solved to its minimum, ties with it)
+    X, y, ys, graph = _problem(False, sparse, signal=1.2)
     model = LapRLSClassifier(gamma_I="auto", graph=graph).fit(X, ys)
     sel = model.gamma_I_selection_
     # the candidates are the 'scaled' value (500 C / l = 500 · 2 / 30) times the factors
@@ -96,7 +98,7 @@ def test_label_graph_keeps_the_scaled_gamma_I(sparse):
 
 
 def test_lapsvm_auto_uses_the_chosen_gamma_I():
-    X, y, ys, graph = _problem(False, True)
+    X, y, ys, graph = _problem(False, True, signal=1.2)
     model = LapSVMClassifier(gamma_I="auto", graph=graph).fit(X, ys)
     assert model.gamma_I_ <= 0.1 * 500 * 2 / 30
     ref = LapSVMClassifier(gamma_I=model.gamma_I_, graph=graph).fit(X, ys)

@@ -129,3 +129,56 @@ def test_batched_cg_matches_independent_solves_and_warns():
         warnings.simplefilter("error")
         x, _ = batched_cg(lambda P: A @ P, B[:, 0], tol=1e-10, max_iter=500)
     assert x.shape == (30,)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_small_weights_stop_near_the_minimum_not_at_the_residual(seed):
+    """Wide X, tiny γ_A and γ_I: the labels are fitted almost exactly and A is ill
+    conditioned. A relative residual of 1e-4 alone left J 17–83 % above J*; the
+    objective rule stops within 100·tol·J (1 %)."""
+    rng = np.random.default_rng(seed)
+    n, d, l = 200, 2000, 20
+    X = random_design(n, d, rng, sparse=True, density=0.02)
+    X.data = np.abs(X.data)
+    L = random_laplacian(n, rng, normalized=True)
+    Lp, s = np.linalg.matrix_power(L, 5), 1.0 / np.trace(L)
+    labeled = rng.choice(n, l, replace=False)
+    T = rng.choice([-1.0, 1.0], size=(l, 1))
+    gA, gI = 1e-6, 1e-3
+    sol = laprls_linear(X, T, labeled, lambda F: Lp @ F, gamma_A=gA, gamma_I=gI, scale=s,
+                        tol=1e-4, max_iter=5000)
+    Xd = X.toarray()
+    Z = dense_solution(Xd, Lp, labeled, T, gA, gI, s)
+    J_star = dense_objective(Xd, Lp, labeled, T[:, 0], Z[:-1, 0], Z[-1, 0], gA, gI, s)
+    J = dense_objective(Xd, Lp, labeled, T[:, 0], sol.coef[0], sol.intercept[0], gA, gI, s)
+    assert sol.converged
+    assert J_star < 1e-3  # the regime of the rule: labels fitted, J small
+    assert J - J_star <= 1e-2 * J_star
+
+
+def test_batched_cg_energy_rule_bounds_the_a_norm_error():
+    """b mostly along A's large eigenvalues, a little along its small ones (as X̃_lᵀy
+    when γ_A is small), and an offset c making c + 2φ(x*) = c − ‖x*‖²_A small (as l J*
+    is when the labels are nearly fitted): the residual rule stops with the small
+    directions unresolved, several times energy_rtol · (c + 2φ) from x* in the A-norm;
+    the energy rule gets within it."""
+    rng = np.random.default_rng(0)
+    m = 300
+    Q, _ = np.linalg.qr(rng.standard_normal((m, m)))
+    A = (Q * np.logspace(-4, 0, m)) @ Q.T
+    A = 0.5 * (A + A.T)
+    B = (Q[:, -50:] @ rng.standard_normal((50, 2))
+         + 3e-3 * Q[:, :50] @ rng.standard_normal((50, 2)))
+    X_star = np.linalg.solve(A, B)
+
+    def a_norm2(E):
+        return np.einsum("ij,ij->j", E, A @ E)
+
+    J_star = 1e-2 * a_norm2(X_star)  # c + 2φ(x*), with c = 1.01 ‖x*‖²_A
+    offset = a_norm2(X_star) + J_star
+    loose, _ = batched_cg(lambda P: A @ P, B, tol=1e-3, max_iter=5000)
+    tight, info = batched_cg(lambda P: A @ P, B, tol=1e-3, max_iter=5000, energy_rtol=1e-2,
+                             energy_offset=offset)
+    assert np.all(a_norm2(loose - X_star) > 2e-2 * J_star)  # the residual rule alone
+    assert info.converged.all()
+    assert np.all(a_norm2(tight - X_star) <= 1e-2 * J_star)

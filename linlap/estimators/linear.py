@@ -69,11 +69,11 @@ class LapRLSClassifier(LinearLapClassifier):
     fit_intercept : bool, default=True
         Fit the unpenalised bias b.
     tol : float, default=1e-4
-        CG stops when the relative residual of the normal equations is below tol.
-        That bounds the residual, not the objective gap: the gap is up to about the
-        squared residual over γ_A, so with a small user-chosen ``gamma_A`` (below
-        ~1e-5) J can stop several percent above its minimum; use a smaller tol
-        (e.g. 1e-8) there. At the 'scaled' defaults J comes within ~1e-7.
+        CG stops when the relative residual of the normal equations is below tol and
+        the objective's decrease over its last 10 iterations — an estimate of J − J* —
+        is below 100·tol·J (the residual alone leaves J several percent above its
+        minimum when ``gamma_A`` is small, below ~1e-5). At the 'scaled' defaults J
+        comes within ~1e-7.
     max_iter : int, default=1000
         Maximum CG iterations.
     warm_start : bool, default=False

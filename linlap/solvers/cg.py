@@ -72,6 +72,9 @@ def batched_cg(
     column_matvec=False,
     R0=None,
     on_update=None,
+    energy_rtol=None,
+    energy_offset=None,
+    energy_delay=10,
 ):
     """Solve ``A X = B`` column by column with conjugate gradients, sharing matvecs.
 
@@ -113,6 +116,20 @@ def batched_cg(
         the directions just multiplied, which were the columns ``positions`` of that
         product's block: for a caller tracking a linear image of the iterate (finite
         Newton keeps ``X̃ x`` and ``L^p X̃ x`` from the operator's own passes).
+    energy_rtol : float, optional
+        Also require, before a column stops, that its error in the A-norm be small
+        against the objective it minimises: with ``φ(x) = ½xᵀAx − bᵀx``, the decrease
+        ``Σ α_j r_jᵀz_j`` of ``2φ`` over the last ``energy_delay`` iterations — the
+        Hestenes–Stiefel estimate of ``‖x − x*‖²_A`` at the start of that window, a
+        lower bound (Strakoš & Tichý 2002) — must be at most ``energy_rtol ·
+        |energy_offset − xᵀb − xᵀr|`` (``−xᵀb − xᵀr = 2φ(x)``). A relative residual
+        can be small while x is far from x* in an ill-conditioned A; this bounds the
+        objective instead (see :func:`~linlap.solvers.laprls.laprls_linear`).
+    energy_offset : ndarray of shape (n_columns,), optional
+        The constant making ``energy_offset + 2φ(x)`` the objective (times a scale) of
+        each column; zeros when omitted (then the reference is ``|2φ(x)| ≈ ‖x*‖²_A``).
+    energy_delay : int, default=10
+        Iterations in the estimate's window.
 
     Returns
     -------
@@ -162,6 +179,18 @@ def batched_cg(
     active = rel > tol
     history = []
     n_iter = 0
+    if energy_rtol is not None:
+        offset = (np.zeros(k) if energy_offset is None
+                  else np.asarray(energy_offset, dtype=np.float64).reshape(k))
+        window = np.zeros((k, max(int(energy_delay), 1)))  # α_j r_jᵀz_j, by iteration
+
+        def energy_small(columns, Xc, Rc):
+            """Whether the running columns ``columns`` (iterates Xc, residuals Rc) meet the
+            energy rule."""
+            two_phi = -(np.einsum("ij,ij->j", Xc, B[:, columns])
+                        + np.einsum("ij,ij->j", Xc, Rc))
+            return window[columns].sum(axis=1) <= energy_rtol * np.abs(offset[columns]
+                                                                        + two_phi)
 
     # Running columns, compacted into C-contiguous (m, na) views of flat buffers.
     cols = np.flatnonzero(active)
@@ -214,6 +243,8 @@ def batched_cg(
             na = cols.size
             APa[...] = APa_ok
         alpha = rz[cols] / pAp[:na]
+        if energy_rtol is not None:
+            window[cols, n_iter % window.shape[1]] = alpha * rz[cols]
         if on_update is not None:
             on_update(cols, alpha, np.arange(na) if positions is None else positions)
         cg_update(Xa, Ra, Pa, APa, alpha, rr[:na])
@@ -228,6 +259,9 @@ def batched_cg(
         rel[cols] = np.sqrt(rr[:na]) / b_norm[cols]
         n_iter += 1
         active[cols] = rel[cols] > tol
+        if energy_rtol is not None and not active[cols].all():
+            met = ~active[cols]
+            active[cols[met]] = ~energy_small(cols[met], Xa[:, met], Ra[:, met])
         worst = float(rel[cols].max())
         history.append(worst)
         if callback is not None:
@@ -240,10 +274,13 @@ def batched_cg(
         R[:, cols] = Ra
 
     converged = rel <= tol
+    if energy_rtol is not None:
+        converged &= ~active  # a column still running did not meet the energy rule
     if warn and not converged.all():
         warnings.warn(
-            f"{name} did not converge: relative residual {rel.max():.3g} > tol={tol:g} "
-            f"after {n_iter} iterations; increase max_iter or loosen tol.",
+            f"{name} did not converge: relative residual {rel.max():.3g} (tol={tol:g}"
+            f"{'' if energy_rtol is None else ', and the objective rule'}) after "
+            f"{n_iter} iterations; increase max_iter or loosen tol.",
             ConvergenceWarning,
             stacklevel=2,
         )

@@ -9,6 +9,10 @@ from .normal_operator import NormalOperator
 
 __all__ = ["laprls_linear"]
 
+#: The objective rule's slack in units of ``tol``: J within ``ENERGY_RTOL · tol · J`` of
+#: its minimum (the gap estimated over the CG's last iterations), as finite Newton's rule.
+ENERGY_RTOL = 100.0
+
 
 def laprls_linear(
     X,
@@ -63,7 +67,10 @@ def laprls_linear(
     fit_intercept : bool, default=True
         Fit an unpenalised bias.
     tol, max_iter : float, int
-        CG stopping rule (relative residual) and iteration cap.
+        CG stopping rule and iteration cap: the relative residual below ``tol``, and the
+        decrease of J over the last 10 CG iterations (an estimate of J − J*, see
+        :func:`~linlap.solvers.cg.batched_cg`'s ``energy_rtol``) below
+        ``ENERGY_RTOL · tol · J`` (``ENERGY_RTOL`` = 100).
     init : LinearSolution, optional
         Previous solution to start from (warm start).
     callback : callable, optional
@@ -110,8 +117,14 @@ def laprls_linear(
         Z0 = init.state.get("Z")
         if Z0 is not None and Z0.shape != B.shape:
             Z0 = None
+    # l J = ‖y‖² + 2φ(z) per target column (φ the CG's quadratic): stop on the objective
+    # too, not on the residual alone (see tol)
+    offset = np.sum(targets * targets, axis=0)
+    if balance is not None:
+        offset = np.append(offset, 0.0)
     Z, info = batched_cg(op.matvec, B, Z0, tol=tol, max_iter=max_iter, callback=callback,
-                         name="LapRLS conjugate gradients")
+                         name="LapRLS conjugate gradients", energy_rtol=ENERGY_RTOL * tol,
+                         energy_offset=offset)
     state = {"Z": Z.copy()}
     if balance is not None:
         Z0_, z1 = Z[:, :k], Z[:, k]
