@@ -283,7 +283,10 @@ def test_estimator_builds_the_graph_on_the_workers(client):
     y[np.random.default_rng(2).random(y.size) < 0.8] = -1
     est = LapRLSClassifier(graph=KNNGraph(n_neighbors=6, algorithm="exact"), tol=1e-10)
     est.fit(as_dask(csr_row_blocks(X, 3)), y)
-    assert est.graph_.n_samples_fit_ == 150 and est.graph_.space_ == "svd"
+    # 150 rows: space='auto' is the input space, as in memory (the same neighbours)
+    assert est.graph_.n_samples_fit_ == 150 and est.graph_.space_ == "tfidf"
+    mem = KNNGraph(n_neighbors=6, algorithm="exact").fit(X)
+    np.testing.assert_array_equal(est.graph_.neighbors_, mem.neighbors_)
     ref = LapRLSClassifier(graph=est.graph_, tol=1e-10).fit(X, y)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=0, atol=1e-8)
     np.testing.assert_array_equal(est.transduction_, ref.transduction_)
@@ -312,7 +315,7 @@ def test_dask_predict_refuses_bad_X_and_default_graph_caps_by_nonempty_rows(clie
     with pytest.raises(ValueError, match="extreme"):
         est.decision_function(as_dask(csr_row_blocks(X * 1e200, 2))).compute()
     with pytest.raises(ValueError, match="sample_size"):
-        fit_graph(KNNGraph(n_neighbors=3, n_components=4, svd_sample=3),
+        fit_graph(KNNGraph(n_neighbors=3, n_components=4, svd_sample=3, space="svd"),
                   as_dask(csr_row_blocks(X, 2)))
 
 
@@ -339,3 +342,169 @@ def test_retries_validated(client):
         with pytest.raises(ValueError, match="retries"):
             laprls_fit(as_dask(csr_row_blocks(sp.csr_matrix(X), 2)), pm1_targets(y[:10], 2),
                        np.arange(10), graph, gamma_A=1e-2, gamma_I=1.0, retries=bad)
+
+
+# -- the same input handling as in memory, and clear errors for bad dask input -------------
+def semi_supervised(n=120, d=20, seed=5):
+    X, y = blobs(n=n, d=d, n_classes=2, seed=seed)
+    y = y.copy()
+    y[np.random.default_rng(seed).random(n) < 0.8] = -1
+    return sp.csr_matrix(X), y
+
+
+def test_default_graph_is_the_in_memory_graph(client):
+    """graph=None on a dask X: KNNGraph's 'auto' space, the TF-IDF space up to 50,000 rows,
+    as in memory: the same graph, the same model."""
+    from linlap.datasets import make_text_corpus
+
+    X, y = make_text_corpus(400, n_features=2000, random_state=0)
+    y = y.copy()
+    y[np.random.default_rng(0).random(y.size) < 0.8] = -1
+    mem = LapRLSClassifier(tol=1e-10).fit(X, y)
+    est = LapRLSClassifier(tol=1e-10).fit(as_dask(csr_row_blocks(X, 3)), y)
+    assert est.graph_.space_ == mem.graph_.space_ == "tfidf"
+    assert est.graph_.get_params() == mem.graph_.get_params()
+    np.testing.assert_array_equal(est.graph_.neighbors_, mem.graph_.neighbors_)
+    assert (abs(est.graph_.adjacency_ - mem.graph_.adjacency_) > 1e-12).nnz == 0
+    np.testing.assert_allclose(est.coef_, mem.coef_, rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(est.transduction_, mem.transduction_)
+    # a user's unfitted graph (random_state=None): the same graph as in memory too
+    svm = LapSVMClassifier(graph=KNNGraph(n_neighbors=8), tol=1e-10)
+    svm_mem = clone_fit(svm, X, y)
+    svm.fit(as_dask(csr_row_blocks(X, 2)), y)
+    np.testing.assert_array_equal(svm.graph_.neighbors_, svm_mem.graph_.neighbors_)
+    np.testing.assert_allclose(svm.coef_, svm_mem.coef_, rtol=0, atol=1e-6)
+
+
+def clone_fit(est, X, y):
+    from sklearn.base import clone
+
+    return clone(est).fit(X, y)
+
+
+def test_non_real_X_refused_as_in_memory(client):
+    X, y = semi_supervised()
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    Xc = X.toarray() + 1j * X.toarray()
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        LapRLSClassifier(graph=graph).fit(Xc, y)  # in memory
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        LapRLSClassifier(graph=graph).fit(as_dask(np.array_split(Xc, 2)), y)
+    Xs = X.toarray().astype(str)
+    with pytest.raises(ValueError, match="numeric dtype"):
+        LapRLSClassifier(graph=graph).fit(as_dask(np.array_split(Xs, 2)), y)
+    est = LapRLSClassifier(graph=graph).fit(X, y)
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        est.decision_function(as_dask(np.array_split(Xc, 2))).compute()
+    with pytest.raises(ValueError, match="numeric dtype"):
+        est.predict(as_dask(np.array_split(Xs, 2))).compute()
+    # blocks that are complex although the dask array says float
+    import dask
+
+    lying = da.concatenate([da.from_delayed(dask.delayed(b), b.shape, dtype=np.float64,
+                                            meta=np.empty((0, b.shape[1])))
+                            for b in np.array_split(Xc, 2)])
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        LapRLSClassifier(graph=graph).fit(lying, y)
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        est.decision_function(lying).compute()
+
+
+@pytest.mark.parametrize("fit", [laprls_fit, lapsvm_fit])
+def test_low_level_fits_refuse_nonfinite_and_extreme_X(client, fit):
+    X, graph, labeled, T = problem()
+    bad = X.copy()
+    bad.data[3] = np.nan
+    kw = dict(gamma_A=1e-2, gamma_I=1.0)
+    for Xin in (as_dask(csr_row_blocks(bad, 2)), csr_row_blocks(bad, 2)):
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            fit(Xin, T, labeled, graph, **kw)
+    with pytest.raises(ValueError, match="extreme values"):
+        fit(as_dask(csr_row_blocks(X * 1e31, 3)), T, labeled, graph, **kw)
+
+
+def test_declared_chunk_shapes_are_checked(client):
+    import dask
+
+    X, y = semi_supervised()
+    graph = KNNGraph(n_neighbors=5).fit(X)
+
+    def declared(blocks, shape):
+        return da.concatenate([da.from_delayed(dask.delayed(b), shape, dtype=float,
+                                               meta=b[:0]) for b in blocks])
+
+    rows = declared([X[:61], X[60:]], (60, 20))      # 61 rows declared 60
+    cols = declared([X[:60, :19], X[60:, :19]], (60, 20))  # 19 columns declared 20
+    shift = declared([X[:59], X[59:]], (60, 20))     # 59 + 61 rows declared 60 + 60
+    msg = r"row block 0 has shape \(61, 20\), X.chunks declares \(60, 20\)"
+    with pytest.raises(ValueError, match=msg):
+        LapRLSClassifier(graph=graph).fit(rows, y)
+    with pytest.raises(ValueError, match=r"has shape \(60, 19\), X.chunks declares \(60, 20\)"):
+        LapRLSClassifier(graph=graph).fit(cols, y)
+    with pytest.raises(ValueError, match=r"row block [01] has shape \((59|61), 20\)"):
+        LapRLSClassifier(graph=graph).fit(shift, y)
+    labeled = np.flatnonzero(y >= 0)
+    T = np.where(y[labeled] == 1, 1.0, -1.0)
+    for n_blocks in (None, 1):  # also when the blocks are rechunked
+        with pytest.raises(ValueError, match=msg):
+            laprls_fit(rows, T, labeled, graph, gamma_A=1e-2, gamma_I=1.0, n_blocks=n_blocks)
+    with pytest.raises(ValueError, match=msg):
+        from linlap.distributed import fit_graph
+
+        fit_graph(KNNGraph(n_neighbors=5), rows)
+
+
+def test_unknown_chunk_sizes_named(client):
+    import dask
+
+    X, y = semi_supervised()
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    Xd = as_dask(np.array_split(X.toarray(), 2))
+    unknown_rows = Xd[Xd[:, 0] >= 0]
+    with pytest.raises(ValueError, match="unknown row chunk sizes"):
+        LapRLSClassifier(graph=graph).fit(unknown_rows, y)
+    unknown_cols = da.from_delayed(dask.delayed(X.toarray()), shape=(120, np.nan),
+                                   dtype=float, meta=np.empty((0, 0)))
+    with pytest.raises(ValueError, match="unknown number of columns"):
+        LapRLSClassifier(graph=graph).fit(unknown_cols, y)
+    with pytest.raises(ValueError, match="unknown number of columns"):
+        laprls_fit(unknown_cols, np.ones(3), [0, 1, 2], graph, gamma_A=1e-2, gamma_I=1.0)
+
+
+def test_closed_client_refused(client):
+    from distributed import Client, LocalCluster
+
+    X, graph, labeled, T = problem()
+    cluster = LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                           dashboard_address=None)
+    closed = Client(cluster, set_as_default=False)
+    closed.close()
+    cluster.close()
+    for fit in (laprls_fit, lapsvm_fit):
+        with pytest.raises(ValueError, match="the Dask client is closed"):
+            fit(as_dask(csr_row_blocks(X, 2)), T, labeled, graph, gamma_A=1e-2, gamma_I=1.0,
+                client=closed)
+
+
+def test_graph_without_edge_warns_as_in_memory(client):
+    X, y = semi_supervised()
+    params = dict(n_neighbors=5, weight="heat", heat_sigma=1e-4)
+    prebuilt = KNNGraph(**params).fit(X)
+    assert prebuilt.scale_ == 0
+    with pytest.warns(UserWarning, match="The graph has no edge"):
+        LapRLSClassifier(graph=prebuilt).fit(X, y)  # in memory
+    for graph in (prebuilt, KNNGraph(**params)):  # prebuilt, and built by fit_graph
+        with pytest.warns(UserWarning, match="The graph has no edge"):
+            LapRLSClassifier(graph=graph).fit(as_dask(csr_row_blocks(X, 2)), y)
+
+
+def test_column_y_accepted_as_in_memory(client):
+    from sklearn.exceptions import DataConversionWarning
+
+    X, y = semi_supervised()
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    ref = LapRLSClassifier(graph=graph, tol=1e-10).fit(as_dask(csr_row_blocks(X, 2)), y)
+    with pytest.warns(DataConversionWarning):
+        est = LapRLSClassifier(graph=graph, tol=1e-10).fit(as_dask(csr_row_blocks(X, 2)),
+                                                           y.reshape(-1, 1))
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=0, atol=1e-12)

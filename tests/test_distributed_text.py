@@ -261,3 +261,28 @@ def test_integer_parameters(tmp_path):
         hashing_tfidf_blocks(chunks, split_every=1)
     with pytest.raises(ValueError, match=r"^n_features must be an integer >= 1, got 2\.0\.$"):
         hashing_tfidf_blocks(chunks, n_features=2.0)
+
+
+def test_persist_with_idf_sends_each_task_once(client, tmp_path):
+    """persist=True, return_idf=True: X, y and idf in one submission (the idf task, a
+    dependency of X, was submitted twice under one key with two task specs, which the
+    scheduler warns "can cause failures and deadlocks")."""
+    import logging
+
+    docs, _ = make_dir(tmp_path, documents(23, seed=3))
+    chunks = text_dir_chunks(tmp_path, chunk_size=5)
+    records = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    logger = logging.getLogger("distributed.scheduler")  # the scheduler runs in this process
+    logger.addHandler(handler)
+    try:
+        X, y, idf = hashing_tfidf_blocks(chunks, n_features=NF, return_idf=True, client=client)
+    finally:
+        logger.removeHandler(handler)
+    assert not [r for r in records if "run_spec" in r.getMessage()]
+    ref, ref_idf = reference(docs)
+    assert len(futures_of(X)) == len(chunks)
+    assert abs(X.compute() - ref).max() <= 1e-12
+    np.testing.assert_allclose(idf, ref_idf, rtol=1e-14)
+    assert y.shape == (23,)

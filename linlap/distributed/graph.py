@@ -1,10 +1,12 @@
 """The kNN graph of rows held in row blocks by Dask workers.
 
-:func:`fit_graph` builds the same object as :meth:`linlap.KNNGraph.fit` in the SVD
-space (``space='svd'``) without gathering X: the neighbours of every row block are
-found on the workers and only the n × k neighbour lists come to the client, where the
-weights, the node order and the Laplacian are made by the code of ``KNNGraph.fit``
-itself (``KNNGraph._fit_from_neighbors``).
+:func:`fit_graph` builds the same object as :meth:`linlap.KNNGraph.fit`, in the space
+``KNNGraph.fit`` would choose ('auto': the input space with the exact search up to
+``exact_max_samples`` non-empty rows, the SVD space above): the neighbours of every row
+block are found on the workers and only the n × k neighbour lists (and, in the SVD space,
+the rows the SVD is fitted on) come to the client, where the weights, the node order and
+the Laplacian are made by the code of ``KNNGraph.fit`` itself
+(``KNNGraph._fit_from_neighbors``).
 """
 
 import operator
@@ -18,6 +20,7 @@ from sklearn.utils import check_random_state
 from .._memory import check_memory
 from .._progress import progress
 from .._validation import check_int
+from .operator import check_client, check_dask_layout
 from ..graph import KNNGraph
 from ..graph import reorder as _reorder
 from ..graph import search
@@ -92,28 +95,68 @@ def _merge(k, *parts):
     return _sort_candidates(ids, dist, k)
 
 
-def _exact_pair(Q, qids, E, ids, k):
+def _exact_sims(Q, qids, E, ids, k):
     """Exact k nearest rows of E (global indices ``ids``, sorted) for the query rows Q
-    (global indices ``qids``); a query row is never its own neighbour."""
+    (global indices ``qids``), by cosine similarity (unit rows, CSR or dense); a query
+    row is never its own neighbour. Returns ``(indices, similarities)`` sorted and
+    tie-broken as :func:`linlap.graph.search.exact_knn` does
+    (:func:`~linlap.graph.search.top_k_similarities`: similarities within ``TIE_TOL``
+    tie, the lowest indices win), -1 / -inf where E has fewer than k rows."""
     m, n = Q.shape[0], E.shape[0]
     kk = min(k, n)
     out_i = np.full((m, kk), -1, dtype=np.int64)
-    out_d = np.full((m, kk), np.inf)
+    out_s = np.full((m, kk), -np.inf)
     if m == 0 or kk == 0:
-        return out_i, out_d
+        return out_i, out_s
+    sparse = sp.issparse(E)
+    ET = search.transpose(E) if sparse else E.T
     pos = np.minimum(np.searchsorted(ids, qids), n - 1)
     is_self = ids[pos] == qids
-    chunk = max(1, min(m, int(EXACT_BLOCK_BYTES // (16 * n))))
+    # the dense similarities, plus (sparse) the product's own CSR and argpartition's
+    # indices: about 32 bytes per entry
+    chunk = max(1, min(m, int(EXACT_BLOCK_BYTES // ((32 if sparse else 16) * n))))
     for s in range(0, m, chunk):
-        S = Q[s:s + chunk] @ E.T
+        S = Q[s:s + chunk] @ ET
+        S = S.toarray() if sp.issparse(S) else np.asarray(S)
         rows = np.flatnonzero(is_self[s:s + chunk])
         S[rows, pos[s:s + chunk][rows]] = -np.inf  # never our own neighbour
-        top = np.argpartition(S, n - kk, axis=1)[:, n - kk:]
-        sims = np.take_along_axis(S, top, axis=1)
+        top, sims = search.top_k_similarities(S, kk)  # the columns of E are in id order
         ok = np.isfinite(sims)
         out_i[s:s + chunk] = np.where(ok, ids[top], -1)
-        out_d[s:s + chunk] = np.where(ok, search.cos_to_dist(np.where(ok, sims, -1.0)), np.inf)
+        out_s[s:s + chunk] = np.where(ok, sims, -np.inf)
+    return out_i, out_s
+
+
+def _merge_exact(k, *parts):
+    """The global top k (indices, distances) of a query block from the ``(indices,
+    similarities)`` of :func:`_exact_sims` over every block, with the same tie rule: the
+    candidates are put in index order and selected as one row of the full search would
+    be (so the result does not depend on the row blocks)."""
+    ids = np.hstack([p[0] for p in parts]).astype(np.int64, copy=False)
+    sims = np.hstack([p[1] for p in parts])
+    m = ids.shape[0]
+    out_i = np.full((m, k), -1, dtype=np.int64)
+    out_d = np.full((m, k), np.inf)
+    if m == 0 or ids.shape[1] == 0:
+        return out_i, out_d
+    sims = np.where(ids < 0, -np.inf, sims)
+    o = np.argsort(np.where(ids < 0, np.iinfo(np.int64).max, ids), axis=1, kind="stable")
+    ids = np.take_along_axis(ids, o, axis=1)
+    sims = np.take_along_axis(sims, o, axis=1)
+    kk = min(k, ids.shape[1])
+    top, best = search.top_k_similarities(sims, kk)
+    ok = np.isfinite(best)
+    out_i[:, :kk] = np.where(ok, np.take_along_axis(ids, top, axis=1), -1)
+    out_d[:, :kk] = np.where(ok, search.cos_to_dist(np.where(ok, best, -1.0)), np.inf)
     return out_i, out_d
+
+
+def _exact_pair(Q, qids, E, ids, k):
+    """:func:`_exact_sims` as (indices, distances) (-1 / inf fill), for merging with
+    pynndescent's candidates."""
+    out_i, sims = _exact_sims(Q, qids, E, ids, k)
+    ok = out_i >= 0
+    return out_i, np.where(ok, search.cos_to_dist(np.where(ok, sims, -1.0)), np.inf)
 
 
 def _exact_dist(Q, E, cand_local):
@@ -177,8 +220,7 @@ def _check_input(graph, X):
     if X.ndim != 2 or X.numblocks[1] != 1:
         raise ValueError("X must be a 2-D dask array chunked by rows only (one chunk "
                          f"along the columns), got chunks {X.chunks}.")
-    if any(np.isnan(c) for c in X.chunks[0]) or np.isnan(X.shape[1]):
-        raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes().")
+    check_dask_layout(X)
 
 
 def fit_graph(graph, X, *, client=None, sample_size=None, recall_sample=None,
@@ -186,33 +228,48 @@ def fit_graph(graph, X, *, client=None, sample_size=None, recall_sample=None,
     r"""Fit a :class:`~linlap.KNNGraph` on a dask array of row blocks, the search on the workers.
 
     The result is a fitted ``KNNGraph`` over all rows of X, in X's row order, used exactly
-    like ``KNNGraph(space='svd').fit(X)`` (``laplacian_matvec``, ``scale_``,
-    ``neighbors_``, ``distances_``, ``recall_``, ``save``/``load``, ``subgraph``,
-    ``with_laplacian``); the weights, the node order and the Laplacian are made by the
-    same code as ``KNNGraph.fit``. ``graph`` itself is not modified.
+    like ``KNNGraph.fit(X)``'s (``laplacian_matvec``, ``scale_``, ``neighbors_``,
+    ``distances_``, ``recall_``, ``save``/``load``, ``subgraph``, ``with_laplacian``); the
+    weights, the node order and the Laplacian are made by the same code as
+    ``KNNGraph.fit``. ``graph`` itself is not modified.
+
+    **Space and method** are resolved as ``KNNGraph.fit`` resolves them: ``space='auto'``
+    is the input space ('tfidf') when X has at most ``exact_max_samples`` non-empty rows,
+    else the SVD space; ``algorithm='auto'`` is exact up to the same threshold, else
+    nndescent. The input space is searched exactly only (``space='tfidf'`` with
+    ``algorithm='nndescent'`` is refused).
 
     **Method.**
 
     1. Each block is validated and L2-row-normalised on its worker (a private copy);
        empty rows (no nonzero entry) are left out of the search and become isolated
-       nodes, as in ``KNNGraph.fit`` (``n_empty_``, one warning).
-    2. ``TruncatedSVD(n_components)`` is fitted on the client on at most
-       ``sample_size`` random non-empty rows, gathered from the workers; the
-       projection is sent to every worker, which embeds its block's rows and scales
-       them to unit length: the space and geometry of ``KNNGraph(space='svd')``,
-       distance :math:`d = \sqrt{\max(0, 2 - 2\cos)}` in that space.
-    3. Neighbours. ``algorithm='exact'``: for every pair of blocks (b, c), the exact
-       k nearest rows of block c for each row of block b (blocked dot products on a
-       worker), merged per block b to the global top k. ``algorithm='nndescent'``:
-       each worker builds a pynndescent index of its own block (float32); a block's
-       own candidates come from its index's kNN graph and those in every other block
-       from ``index.query`` of its rows on the index's worker, ``n_search_neighbors``
-       candidates per index (None: ``n_neighbors + 10``); small blocks (at most
-       4 × ``n_search_neighbors`` rows) are searched exactly. The distances of all
-       candidates are recomputed exactly in float64, self-matches dropped, and the
-       candidates of all B indices merged on the workers to the top k by (distance,
-       index). Rows left with fewer than k valid candidates are redone by exact search
-       over all blocks (``n_repaired_``).
+       nodes, as in ``KNNGraph.fit`` (``n_empty_``, one warning). The blocks' real shapes
+       are checked against ``X.chunks``.
+    2. SVD space only: ``TruncatedSVD(n_components)`` is fitted on the client on at most
+       ``sample_size`` random non-empty rows, gathered from the workers (all of them
+       when there are fewer); the projection is sent to every worker, which embeds its
+       block's rows and scales them to unit length: the space and geometry of
+       ``KNNGraph(space='svd')``, distance :math:`d = \sqrt{\max(0, 2 - 2\cos)}` in that
+       space.
+    3. Neighbours. ``algorithm='exact'``: for every pair of blocks (b, c), the cosines of
+       block b's rows to block c's (the sparse product :math:`X_b X_c^\top` in the input
+       space, dense products in the SVD space; blocked rows, bounded memory) on a
+       worker, the k best of each row kept by
+       :func:`linlap.graph.search.top_k_similarities` (the in-memory exact search's rule:
+       similarities within ``TIE_TOL`` tie, the lowest indices win), then the candidates
+       of all blocks of a row, in index order, selected by the same function: the
+       neighbour lists of ``KNNGraph(algorithm='exact').fit`` in the same space, for any
+       block layout (except, as in memory, the choice among rows at similarity 0 — no
+       common term — when they fill the last places). ``algorithm='nndescent'`` (SVD
+       space): each worker builds a pynndescent index of its own block (float32); a
+       block's own candidates come from its index's kNN graph and those in every other
+       block from ``index.query`` of its rows on the index's worker,
+       ``n_search_neighbors`` candidates per index (None: ``n_neighbors + 10``); small
+       blocks (at most 4 × ``n_search_neighbors`` rows) are searched exactly. The
+       distances of all candidates are recomputed exactly in float64, self-matches
+       dropped, and the candidates of all B indices merged on the workers to the top k
+       by (distance, index). Rows left with fewer than k valid candidates are redone by
+       exact search over all blocks (``n_repaired_``).
     4. Recall (``nndescent`` only, ``recall_sample > 0``): on ``recall_sample`` random
        non-empty rows, the exact k nearest neighbours over all blocks in the same SVD
        space; ``recall_`` is the tie-aware recall@k of the merged lists, as
@@ -221,40 +278,47 @@ def fit_graph(graph, X, *, client=None, sample_size=None, recall_sample=None,
     5. The client assembles the n × k lists (-1 / inf for empty rows) and finishes as
        ``KNNGraph.fit`` does (weights, symmetrisation, ``reorder``, degrees, L).
 
-    With ``algorithm='exact'``, a ``random_state`` and ``sample_size >=`` the number of
+    In the input space (the default up to ``exact_max_samples`` rows) the result is that
+    of ``KNNGraph(...).fit(X.compute())``: same neighbours, distances up to round-off of
+    dense products (sparse ones are bitwise the same). In the SVD space, with
+    ``algorithm='exact'``, a ``random_state`` and ``sample_size >=`` the number of
     non-empty rows (the SVD fitted on all of them), the result is that of
-    ``KNNGraph(space='svd', algorithm='exact', random_state=...).fit(X.compute())``,
-    up to round-off in the dot products (which can only swap neighbours at tied
-    distances). With ``nndescent`` the draws of the random generator are those of
-    ``KNNGraph.fit``, but the search differs (B indices instead of one).
+    ``KNNGraph(space='svd', algorithm='exact', random_state=...).fit(X.compute())``, up to
+    round-off in the dot products. With ``nndescent`` the draws of the random generator
+    are those of ``KNNGraph.fit``, but the search differs (B indices instead of one).
+    ``random_state=None`` (here and in ``graph``) draws from NumPy's global generator, as
+    ``KNNGraph.fit`` does: the randomised SVD and pynndescent then make the SVD-space
+    graph irreproducible, in memory as here; the input-space exact search draws nothing.
 
-    **Memory.** Client: the SVD sample (at most ``sample_size`` rows of X) while the SVD is
-    fitted, the n × k neighbour lists and distances, W and its renumbered copy (the
-    same as ``KNNGraph.fit`` after its search: about 120 n k bytes, + 36 n k with
-    ``reorder``), and the n row indices of the blocks. Workers: each holds its block
-    of X, a normalised copy until the projection is done, its embedding (8 ×
-    ``n_components`` bytes per row), its index and, during the queries, the
-    embedding of the block being queried (one other block at a time per task) and
-    the candidate lists of its rows. Neither X nor the n × ``n_components`` embedding
-    is ever gathered to the client.
+    **Memory.** Client: in the SVD space, the SVD sample while the SVD is fitted — up to
+    ``sample_size`` rows of X, all of X when it has fewer non-empty rows — then the
+    n × k neighbour lists and distances, W and its renumbered copy (the same as
+    ``KNNGraph.fit`` after its search: about 120 n k bytes, + 36 n k with ``reorder``),
+    and the n row indices of the blocks. Workers: each holds its block of X, a
+    normalised copy (the searched rows in the input space; in the SVD space until the
+    projection is done, then its embedding, 8 × ``n_components`` bytes per row), its
+    index and, during the search, the rows of the block being compared (one other block
+    at a time per task, with a dense block of similarities of at most 64 MiB) and the
+    candidate lists of its rows. Apart from the SVD sample, neither X nor the embedding
+    is gathered to the client.
 
     Parameters
     ----------
     graph : KNNGraph
         Its parameters say what to build: ``n_neighbors``, ``weight``, ``heat_sigma``,
-        ``symmetrize``, ``normalized``, ``power``, ``n_components``, ``algorithm``
-        ('auto' is exact when there are at most ``exact_max_samples`` non-empty rows),
+        ``symmetrize``, ``normalized``, ``power``, ``space``, ``n_components``,
+        ``algorithm``, ``exact_max_samples`` (the threshold of 'auto'),
         ``n_search_neighbors``, ``nndescent_kwds``, ``reorder``, ``n_jobs``
-        (pynndescent threads per worker task). ``space`` must be 'auto' or 'svd'.
-        A fitted graph is not refitted: a new one is returned.
+        (pynndescent threads per worker task). A fitted graph is not refitted: a new one
+        is returned.
     X : dask array of shape (n_samples, n_features)
         Documents as rows (e.g. TF-IDF), chunked by rows only (one chunk along the
-        columns), with known chunk sizes; chunks are scipy sparse matrices or
-        ndarrays. Must be finite.
+        columns), with known chunk sizes and column count; chunks are scipy sparse
+        matrices or ndarrays. Must be finite.
     client : distributed.Client, optional
-        Default: the current client.
+        Default: the current client. A closed client is refused.
     sample_size : int or None, default=None
-        Rows the SVD is fitted on (None: ``graph.svd_sample``).
+        Rows the SVD is fitted on (None: ``graph.svd_sample``; SVD space only).
     recall_sample : int or None, default=None
         Rows of the recall check (None: ``graph.recall_sample``; 0 disables it).
     random_state : int, RandomState instance or None, default=None
@@ -267,17 +331,14 @@ def fit_graph(graph, X, *, client=None, sample_size=None, recall_sample=None,
     Returns
     -------
     graph : KNNGraph
-        Fitted, ``space_ == 'svd'``; ``build_time_`` has 'svd' (sample, fit and
-        projection), 'search', 'recall' (if measured), 'weights', 'reorder' (if
-        renumbered) and 'total'.
+        Fitted; ``space_`` is 'tfidf' or 'svd' as resolved; ``build_time_`` has 'svd'
+        (SVD space: sample, fit and projection), 'search', 'recall' (if measured),
+        'weights', 'reorder' (if renumbered) and 'total'.
     """
     t_start = time.perf_counter()
     _check_input(graph, X)
     out = type(graph)(**graph.get_params(deep=False))
     out._check_params()
-    if out.space not in ("auto", "svd"):
-        raise ValueError(f"fit_graph searches in the SVD space: graph.space must be 'auto' "
-                         f"or 'svd', got {out.space!r}.")
     sample_size = out.svd_sample if sample_size is None else check_int("sample_size",
                                                                        sample_size, 1)
     recall_sample = (out.recall_sample if recall_sample is None
@@ -287,6 +348,7 @@ def fit_graph(graph, X, *, client=None, sample_size=None, recall_sample=None,
     if client is None:
         from distributed import get_client
         client = get_client()
+    check_client(client)
 
     futures = []  # released in the end
     try:  # as current: wait / as_completed / dask compute use this client, not the default
@@ -317,7 +379,7 @@ def _fit(out, X, client, sample_size, recall_sample, rng, verbose, t_start, futu
     local_rows, ids = [], []
     for b, (shape, empty, _) in zip(keep, meta):
         if shape != (sizes[b], d):
-            raise ValueError(f"row block {b} has shape {shape}, but X's chunks say "
+            raise ValueError(f"row block {b} has shape {shape}, X.chunks declares "
                              f"{(sizes[b], d)}.")
         rows = np.setdiff1d(np.arange(sizes[b]), empty, assume_unique=True)
         local_rows.append(rows)
@@ -335,25 +397,51 @@ def _fit(out, X, client, sample_size, recall_sample, rng, verbose, t_start, futu
                 if n_empty else f"n_samples={n}")
         raise ValueError(f"n_neighbors={k} must be smaller than {what} (every row needs k "
                          f"other rows as neighbours).")
-    if out.n_components > min(n_search, d):
-        raise ValueError(
-            f"n_components={out.n_components} must be <= min(n_samples, n_features)"
-            f" = {min(n_search, d)} for space='svd'.")
-    if sample_size < out.n_components:
-        raise ValueError(f"sample_size={sample_size} (svd_sample) must be >= n_components="
-                         f"{out.n_components}: the SVD is fitted on sample_size rows.")
+    # 'auto' as KNNGraph.fit resolves it
     algorithm = out.algorithm
     if algorithm == "auto":
         algorithm = "exact" if n_search <= out.exact_max_samples else "nndescent"
+    space = out.space
+    if space == "auto":
+        space = "tfidf" if n_search <= out.exact_max_samples else "svd"
+    if space == "tfidf" and algorithm != "exact":
+        raise ValueError(
+            f"fit_graph searches the input space (space='tfidf', or 'auto' up to "
+            f"exact_max_samples={out.exact_max_samples} non-empty rows; here {n_search}) "
+            f"exactly only, but algorithm={out.algorithm!r} is nndescent: use "
+            f"algorithm='exact', or space='svd' for pynndescent in the SVD space.")
+    if space == "svd":
+        if out.n_components > min(n_search, d):
+            raise ValueError(
+                f"n_components={out.n_components} must be <= min(n_samples, n_features)"
+                f" = {min(n_search, d)} for space='svd'.")
+        if sample_size < out.n_components:
+            raise ValueError(f"sample_size={sample_size} (svd_sample) must be >= "
+                             f"n_components={out.n_components}: the SVD is fitted on "
+                             f"sample_size rows.")
     reorder = out._reorders(n)
-    n_fit = min(sample_size, n_search)
+    n_fit = min(sample_size, n_search) if space == "svd" else 0
     check_memory(120 * n * k + (36 * n * k if reorder else 0) + 12 * nnz * n_fit // n_search
                  + 8 * n, f"Building the {k}-NN graph of {n} rows on the client",
                  "Use a smaller n_neighbors or sample_size.")
     starts = np.concatenate([[0], np.cumsum([r.size for r in ids])])
     times = {}
+    if space == "tfidf":  # the search on the normalised non-empty rows themselves
+        emb = [client.submit(_take_rows, p, r, pure=False) for p, r in zip(prep, local_rows)]
+        futures += emb
+        wait(emb)
+        for f in prep:
+            f.release()
+    else:
+        emb = _svd_space(out, client, prep, local_rows, starts, n_search, sample_size, rng,
+                         verbose, times, futures)
+    return _search(out, client, emb, ids, starts, n, d, k, n_empty, algorithm, space,
+                   recall_sample, rng, verbose, times, t_start, futures)
 
-    # -- the SVD space ---------------------------------------------------------------
+
+def _svd_space(out, client, prep, local_rows, starts, n_search, sample_size, rng, verbose,
+               times, futures):
+    """The unit SVD embedding of every block's non-empty rows (futures, on the workers)."""
     from sklearn.decomposition import TruncatedSVD
 
     t0 = time.perf_counter()
@@ -384,22 +472,30 @@ def _fit(out, X, client, sample_size, recall_sample, rng, verbose, t_start, futu
         f.release()
     if n_zero:
         warnings.warn(f"{n_zero} rows have a zero SVD embedding; increase n_components.",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=4)
     times["svd"] = time.perf_counter() - t0
     if verbose:
         search.log(f"embedding done in {times['svd']:.1f} s")
+    return emb
 
-    # -- the search ------------------------------------------------------------------
+
+def _search(out, client, emb, ids, starts, n, d, k, n_empty, algorithm, space,
+            recall_sample, rng, verbose, times, t_start, futures):
+    """The neighbour lists over the blocks' rows ``emb`` (futures), and the fitted graph."""
+    from distributed import as_completed, wait
+
+    n_search = int(starts[-1])
     t0 = time.perf_counter()
     B = len(emb)
     n_search_nb = out.n_search_neighbors if out.n_search_neighbors is not None else k + 10
     cand = [[None] * B for _ in range(B)]  # cand[b][c]: rows of block b in block c
     if algorithm == "exact":
         if verbose:
-            search.log(f"exact {k}-NN search over {n_search} rows: {B}x{B} block pairs")
+            search.log(f"exact {k}-NN search over {n_search} rows ({space} space): "
+                       f"{B}x{B} block pairs")
         for b in range(B):
             for c in range(B):
-                cand[b][c] = client.submit(_exact_pair, emb[b], ids[b], emb[c], ids[c], k,
+                cand[b][c] = client.submit(_exact_sims, emb[b], ids[b], emb[c], ids[c], k,
                                            pure=False)
     else:
         if verbose:
@@ -431,11 +527,11 @@ def _fit(out, X, client, sample_size, recall_sample, rng, verbose, t_start, futu
                         workers=list(where[index[c].key]), allow_other_workers=True,
                         pure=False)
         futures += built
-    merged = [client.submit(_merge, k, *cand[b], pure=False) for b in range(B)]
+    merge = _merge_exact if algorithm == "exact" else _merge
+    merged = [client.submit(merge, k, *cand[b], pure=False) for b in range(B)]
     neighbors = np.full((n, k), -1, dtype=np.int64)
     distances = np.full((n, k), np.inf)
     bar = progress(verbose, total=n_search, desc="fit_graph search", unit="rows")
-    from distributed import as_completed
 
     position = {f.key: b for b, f in enumerate(merged)}
     try:
@@ -481,7 +577,7 @@ def _fit(out, X, client, sample_size, recall_sample, rng, verbose, t_start, futu
         f.release()
     return out._fit_from_neighbors(
         neighbors, distances, n_features=d, n_empty=n_empty, algorithm=algorithm,
-        space="svd", recall=recall, n_repaired=bad.size, times=times, t_start=t_start)
+        space=space, recall=recall, n_repaired=bad.size, times=times, t_start=t_start)
 
 
 def _exact_rows(client, emb, ids, starts, all_ids, rows, k):
@@ -503,7 +599,7 @@ def _exact_rows(client, emb, ids, starts, all_ids, rows, k):
         Q[sel] = Ej
         f.release()
     Qf = client.scatter(Q, broadcast=True, hash=False)
-    res = client.gather([client.submit(_exact_pair, Qf, rows, emb[c], ids[c], k, pure=False)
+    res = client.gather([client.submit(_exact_sims, Qf, rows, emb[c], ids[c], k, pure=False)
                          for c in range(len(emb))])
     Qf.release()
-    return _merge(k, *res)
+    return _merge_exact(k, *res)

@@ -55,12 +55,14 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import is_int
+from .._validation import MAX_ABS_VALUE, is_int
 from ..solvers.normal_operator import (NormalOperator, augmented_rows_T, check_block,
                                        select_loss_weights)
 from .halo import apply_block, export_values, halo_sizes, partition_laplacian
 
-__all__ = ["DistributedNormalOperator", "csr_row_blocks", "graph_operator"]
+__all__ = ["DistributedNormalOperator", "csr_row_blocks", "graph_operator", "check_client",
+           "check_dask_layout", "check_numeric_dtype", "block_top", "check_row_block",
+           "verified_blocks"]
 
 #: A block of iterates larger than this (bytes) is broadcast to the workers once per
 #: product instead of travelling inside each block's task.
@@ -72,6 +74,81 @@ def csr_row_blocks(X, n_blocks):
     X = sp.csr_matrix(X)
     bounds = np.linspace(0, X.shape[0], int(n_blocks) + 1).round().astype(int)
     return [X[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+# -- checks shared by the fits on Dask ---------------------------------------------------
+def check_client(client):
+    """``client``, refused when it is closed (its scheduler connection is gone)."""
+    if getattr(client, "status", None) in ("closing", "closed"):
+        raise ValueError("the Dask client is closed: pass a running distributed.Client (or "
+                         "client=None for the current one).")
+    return client
+
+
+def check_dask_layout(X):
+    """A dask array X chunked by rows only, with known row chunk sizes and column count."""
+    if X.ndim != 2 or X.numblocks[1] != 1:
+        raise ValueError("X must be a 2-D dask array chunked by rows only (one chunk "
+                         f"along the columns), got chunks {X.chunks}.")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes().")
+    if np.isnan(X.shape[1]):
+        raise ValueError("X has an unknown number of columns (X.shape[1] is nan); call "
+                         "X.compute_chunk_sizes(), or declare the blocks' shape (e.g. "
+                         "da.from_delayed(block, shape=(rows, n_features), ...)).")
+
+
+def check_numeric_dtype(dtype):
+    """Refuse a dtype that is not bool, integer, float (or object holding numbers), as
+    scikit-learn's validation does in memory."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: X has dtype {dtype}.")
+    if dtype.kind not in "biufO":
+        raise ValueError(f"X must have a numeric dtype (bool, integer or float), got dtype "
+                         f"{dtype}; convert it first, e.g. X.astype(np.float64).")
+
+
+def block_top(Xb):
+    """max |x| of one block (after :func:`check_numeric_dtype`), not finite when it holds
+    NaN or inf (they propagate through max and min)."""
+    check_numeric_dtype(Xb.dtype)
+    data = Xb.data if sp.issparse(Xb) else np.asarray(Xb)
+    return max(float(data.max()), -float(data.min())) if data.size else 0.0
+
+
+def check_row_block(Xb, b, declared=None):
+    """Row block ``b`` of X: a 2-D sparse matrix or ndarray of the ``declared`` shape
+    (the dask array's chunk), of a numeric dtype, finite and without extreme values
+    (|x| <= 1e30, as the estimators' fit); returns its shape."""
+    if not (sp.issparse(Xb) or isinstance(Xb, np.ndarray)) or Xb.ndim != 2:
+        raise TypeError(f"a row block of X must be a 2-D scipy sparse matrix or ndarray, "
+                        f"got {type(Xb).__name__}.")
+    if declared is not None and tuple(Xb.shape) != tuple(declared):
+        raise ValueError(f"row block {b} has shape {tuple(Xb.shape)}, X.chunks declares "
+                         f"{tuple(declared)}.")
+    top = block_top(Xb)
+    if not np.isfinite(top):
+        raise ValueError(f"Input X contains NaN or infinity (row block {b}).")
+    if top > MAX_ABS_VALUE:
+        raise ValueError(f"X has extreme values (max |x| = {top:.3g} > {MAX_ABS_VALUE:g}, row "
+                         f"block {b}): the solvers' sums of squares would overflow. Rescale X "
+                         f"(e.g. TF-IDF rows of unit norm).")
+    return tuple(Xb.shape)
+
+
+def _verified_block(Xb, block_info=None):
+    info = block_info[0]
+    declared = tuple(int(e - s) for s, e in info["array-location"])
+    check_row_block(Xb, info["chunk-location"][0], declared)
+    return Xb
+
+
+def verified_blocks(X):
+    """X whose blocks are checked by :func:`check_row_block` (against ``X.chunks``) as they
+    are computed, before any rechunking (which would cut or join lying blocks)."""
+    check_dask_layout(X)
+    return X.map_blocks(_verified_block, dtype=X.dtype, meta=X._meta)
 
 
 # -- what runs on the workers ----------------------------------------------------------
@@ -188,7 +265,7 @@ class DistributedNormalOperator:
             raise ValueError(f"n_blocks must be a positive int or None, got {n_blocks!r}.")
         self.n_blocks = n_blocks
 
-        self.client = client if client is not None else get_client()
+        self.client = check_client(client if client is not None else get_client())
         self.rows = np.asarray(rows, dtype=np.intp)
         if laplacian_matvec is None and graph is not None:
             laplacian_matvec = graph.laplacian_matvec
@@ -259,11 +336,8 @@ class DistributedNormalOperator:
         except ImportError:  # pragma: no cover
             da = None
         if da is not None and isinstance(X, da.Array):
-            if X.ndim != 2 or X.numblocks[1] != 1:
-                raise ValueError("X must be a 2-D dask array chunked by rows only (one chunk "
-                                 f"along the columns), got chunks {X.chunks}.")
-            if any(np.isnan(c) for c in X.chunks[0]):
-                raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes().")
+            check_numeric_dtype(X.dtype)
+            X = verified_blocks(X)  # each block checked on its worker, against X.chunks
             n_blocks = self.n_blocks
             if n_blocks is None:
                 n_blocks = max(sum(client.nthreads().values()), 1)
@@ -275,11 +349,14 @@ class DistributedNormalOperator:
             futures = client.compute(delayed)
             self._scattered = False
             sizes = [int(c) for c in X.chunks[0]]
+            self._wait_checked(futures)
             return futures, sizes, X.shape[1], X.dtype
         if isinstance(X, (list, tuple)):
             if len(X) == 0:
                 raise ValueError("X must hold at least one row block.")
             blocks = [_block_meta(b)[0] for b in X]
+            for b, blk in enumerate(blocks):
+                check_row_block(blk, b)
             widths = {b.shape[1] for b in blocks}
             if len(widths) != 1:
                 raise ValueError(f"every row block must have the same number of columns, "
@@ -289,6 +366,21 @@ class DistributedNormalOperator:
             return futures, [b.shape[0] for b in blocks], widths.pop(), blocks[0].dtype
         raise TypeError("X must be a dask array of row blocks or a list of row blocks, got "
                         f"{type(X).__name__}.")
+
+    def _wait_checked(self, futures):
+        """Wait for the placed blocks; a block refused by :func:`check_row_block` raises its
+        error here (the other blocks are released)."""
+        from distributed import wait
+
+        with self.client.as_current():
+            wait(futures)
+        for f in futures:
+            if f.status == "error":
+                try:
+                    f.result()
+                finally:
+                    for g in futures:
+                        g.release()
 
     def _place_graph(self, graph):
         """Split L by the row blocks and place each part on the worker of its X block."""

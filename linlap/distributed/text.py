@@ -491,10 +491,17 @@ def hashing_tfidf_blocks(chunks, *, n_features=2**20, sublinear_tf=True, smooth_
                                  else (None, labels.compute()))
     else:  # as current: wait / as_completed use this client, not the default one
         with client.as_current():
-            if persist:
-                X = client.persist(X)
             wanted = [labels] + ([idf] if return_idf else [])
-            futures = client.compute(wanted)
+            if persist:
+                # X, the labels and the idf in one graph: submitted apart, the idf task
+                # (a dependency of X's blocks) would reach the scheduler twice under one
+                # key with two different task specs (X's graph is optimised)
+                from distributed import futures_of
+
+                X, *wanted = client.persist([X] + wanted)
+                futures = [futures_of(w)[0] for w in wanted]
+            else:
+                futures = client.compute(wanted)
             if verbose:
                 _report(client, label_parts, chunks)
             results = client.gather(futures)

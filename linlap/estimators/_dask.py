@@ -11,7 +11,6 @@ is small (one label per row) and is used on the client. ``decision_function`` an
 """
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._validation import MAX_ABS_VALUE
 
@@ -39,9 +38,10 @@ def _client():
 
 def _block_top(Xb):
     """max |x| of one block, not finite when it holds NaN or inf (they propagate through
-    max and min)."""
-    data = Xb.data if sp.issparse(Xb) else np.asarray(Xb)
-    return max(float(data.max()), -float(data.min())) if data.size else 0.0
+    max and min); a non-numeric block (complex, strings) is refused."""
+    from ..distributed.operator import block_top
+
+    return block_top(Xb)
 
 
 def _block_summary(Xb):
@@ -54,17 +54,18 @@ def _block_summary(Xb):
 
 
 def _check_dask_X(X, client):
-    """X as row blocks on the workers, one per worker thread, finite and not extreme; and
-    the number of its non-empty rows."""
+    """X as row blocks on the workers, one per worker thread, of the shapes X.chunks
+    declares, of a numeric dtype, finite and not extreme; and the number of its non-empty
+    rows."""
     import dask.array as da
 
-    if X.ndim != 2 or X.numblocks[1] != 1:
-        raise ValueError("X must be a 2-D dask array chunked by rows only (one chunk along the "
-                         f"columns), got chunks {X.chunks}.")
-    if any(np.isnan(c) for c in X.chunks[0]):
-        raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes().")
+    from ..distributed.operator import check_dask_layout, check_numeric_dtype, verified_blocks
+
+    check_dask_layout(X)
+    check_numeric_dtype(X.dtype)  # as check_array in memory ("Complex data not supported")
     if X.shape[0] < 2:
         raise ValueError(f"X has {X.shape[0]} rows; at least 2 are needed.")
+    X = verified_blocks(X)  # each block against X.chunks, before rechunking
     n_blocks = max(sum(client.nthreads().values()), 1)
     if X.numblocks[0] > n_blocks:
         X = X.rechunk({0: -(-X.shape[0] // n_blocks)})
@@ -83,6 +84,11 @@ def _check_dask_X(X, client):
 
 def fit_on_dask(est, X, y):
     """The body of ``LinearLapClassifier.fit`` for a dask array X (see the module doc)."""
+    import copy
+
+    from sklearn.utils.validation import column_or_1d
+
+    from ..distributed.operator import check_dask_layout
     from ..graph import KNNGraph
     from ..solvers._problem import pm1_targets
     from ._base import DEFAULT_GRAPH_SEED, default_n_neighbors
@@ -91,15 +97,14 @@ def fit_on_dask(est, X, y):
     reason = est._dask_unsupported()
     if reason is not None:
         raise ValueError(f"Cannot fit a dask array X: {reason}.")
+    check_dask_layout(X)  # unknown rows or columns, before X.shape is compared with y
     client = _client()
     if y is None:
         raise ValueError(f"{type(est).__name__} requires y to be passed, but the target y is "
                          f"None.")
     if is_dask_array(y):
         y = y.compute()
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+    y = column_or_1d(y, warn=True)  # as in memory: (n, 1) with a DataConversionWarning
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
     labeled_rows, unlabeled_rows, classes, y_idx = est._check_labels(y)
@@ -109,10 +114,7 @@ def fit_on_dask(est, X, y):
 
     graph = est.graph
     if getattr(graph, "adjacency_", None) is not None:
-        if graph.n_samples_fit_ != n:
-            raise ValueError(
-                f"The prebuilt graph was built on {graph.n_samples_fit_} rows but X has {n}; "
-                f"pass the X the graph was built on (labeled and unlabeled rows).")
+        graph = est._fit_graph(X)  # in memory's checks (rows) and warning (no edge)
     else:
         from ..distributed import fit_graph
 
@@ -126,6 +128,10 @@ def fit_on_dask(est, X, y):
                              n_components=min(default.n_components, n_nonempty, d),
                              random_state=DEFAULT_GRAPH_SEED)
         graph = fit_graph(graph, X, client=client, verbose=bool(est.verbose))
+        # the fitted graph through in memory's _fit_graph (it warns when it has no edge)
+        view = copy.copy(est)
+        view.graph = graph
+        graph = view._fit_graph(X)
     targets = pm1_targets(y_idx, classes.size)
     est._set_gammas(X, y_idx, labeled_rows, graph)  # 'auto' was refused: X unread
     sol = est._solve_distributed(X, targets, labeled_rows, unlabeled_rows, graph, balance,
@@ -165,10 +171,16 @@ def _block_predict(Xb, coef, intercept, classes):
 def _check_fitted_dask(est, X):
     from sklearn.utils.validation import check_is_fitted
 
+    from ..distributed.operator import check_numeric_dtype
+
     check_is_fitted(est, "coef_")
     if X.ndim != 2 or X.numblocks[1] != 1:
         raise ValueError("X must be a 2-D dask array chunked by rows only, got chunks "
                          f"{X.chunks}.")
+    if np.isnan(X.shape[1]):
+        raise ValueError("X has an unknown number of columns (X.shape[1] is nan); call "
+                         "X.compute_chunk_sizes().")
+    check_numeric_dtype(X.dtype)  # complex or strings (each block is checked too)
     if X.shape[1] != est.coef_.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is "
                          f"expecting {est.coef_.shape[1]} features as input.")

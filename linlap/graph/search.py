@@ -17,7 +17,8 @@ from sklearn.preprocessing import normalize
 
 from .._progress import progress
 
-__all__ = ["prepare_input", "svd_embedding", "normalize_embedding", "exact_knn", "pair_distances",
+__all__ = ["prepare_input", "svd_embedding", "normalize_embedding", "exact_knn",
+           "top_k_similarities", "pair_distances",
            "approximate_search", "sampled_recall", "effective_n_jobs", "log"]
 
 # Bytes allowed for the dense similarity block of the exact search (all
@@ -221,27 +222,7 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         else:
             S = X[r] @ XT
         S[np.arange(b), r] = -np.inf  # never our own neighbour
-        top = np.argpartition(S, n - k, axis=1)[:, n - k:]
-        sims = np.take_along_axis(S, top, axis=1)
-        # argpartition picks arbitrarily among similarities tied with the k-th: where
-        # more rows tie than fit, keep the lowest indices (as a smaller k would). Not for
-        # a k-th similarity of 0 (rows sharing no term, often thousands of them on short
-        # texts: sorting those out doubled the search)
-        # Ties are similarities within TIE_TOL: equal cosines come out of the dense and
-        # the sparse product (or another row order) a few ulps apart.
-        kth = sims.min(axis=1)
-        tied = np.zeros(b, dtype=bool)
-        if np.any(kth > TIE_TOL):  # one pass over the block (no copy of its rows)
-            tied = (kth > TIE_TOL) & (
-                np.count_nonzero(S >= (kth - TIE_TOL)[:, None], axis=1) > k)
-        for i in np.flatnonzero(tied):
-            above = np.flatnonzero(S[i] > kth[i] + TIE_TOL)
-            band = np.flatnonzero(np.abs(S[i] - kth[i]) <= TIE_TOL)
-            cand = np.r_[above, band[:k - above.size]]
-            top[i], sims[i] = cand, S[i, cand]
-        order = np.lexsort((top, -np.round(sims / TIE_TOL)), axis=-1)
-        top = np.take_along_axis(top, order, axis=1)
-        sims = np.take_along_axis(sims, order, axis=1)
+        top, sims = top_k_similarities(S, k)
         ind[start:start + b] = top
         dist[start:start + b] = cos_to_dist(sims)
         return b
@@ -261,6 +242,42 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         if pool is not None:
             pool.shutdown()
     return ind, dist
+
+
+def top_k_similarities(S, k):
+    """The k largest entries of each row of the dense similarity block S (columns are
+    candidate rows in increasing index order; -inf: not a candidate): their columns and
+    similarities, sorted by decreasing similarity, ties by column (the search's tie
+    rule, shared by :func:`exact_knn` and the distributed exact search).
+
+    Similarities within ``TIE_TOL`` of each other are ties; where more columns tie with
+    the k-th than fit, the lowest columns are kept (as a smaller k would), except when
+    the k-th similarity is at most ``TIE_TOL`` (rows sharing no term: an unspecified
+    choice among them).
+    """
+    b, n = S.shape
+    top = np.argpartition(S, n - k, axis=1)[:, n - k:]
+    sims = np.take_along_axis(S, top, axis=1)
+    # argpartition picks arbitrarily among similarities tied with the k-th: where
+    # more rows tie than fit, keep the lowest indices (as a smaller k would). Not for
+    # a k-th similarity of 0 (rows sharing no term, often thousands of them on short
+    # texts: sorting those out doubled the search)
+    # Ties are similarities within TIE_TOL: equal cosines come out of the dense and
+    # the sparse product (or another row order) a few ulps apart.
+    kth = sims.min(axis=1)
+    tied = np.zeros(b, dtype=bool)
+    if np.any(kth > TIE_TOL):  # one pass over the block (no copy of its rows)
+        tied = (kth > TIE_TOL) & (
+            np.count_nonzero(S >= (kth - TIE_TOL)[:, None], axis=1) > k)
+    for i in np.flatnonzero(tied):
+        above = np.flatnonzero(S[i] > kth[i] + TIE_TOL)
+        band = np.flatnonzero(np.abs(S[i] - kth[i]) <= TIE_TOL)
+        cand = np.r_[above, band[:k - above.size]]
+        top[i], sims[i] = cand, S[i, cand]
+    order = np.lexsort((top, -np.round(sims / TIE_TOL)), axis=-1)
+    top = np.take_along_axis(top, order, axis=1)
+    sims = np.take_along_axis(sims, order, axis=1)
+    return top, sims
 
 
 def pair_distances(X, i, j):
