@@ -85,7 +85,11 @@ def _check_finite_kernel(out, params, V=None):
     """``out`` (a block of K, or a product K V) is finite — unless V itself is not (then
     the caller's iterate diverged, which is not the kernel's doing); else ValueError
     naming the kernel parameters that overflowed."""
-    if np.all(np.isfinite(out)) or (V is not None and not np.all(np.isfinite(V))):
+    # the sum is finite only if every entry is (no boolean copy of the block per product)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(out)
+    if np.isfinite(total) or np.all(np.isfinite(out)) or (
+            V is not None and not np.all(np.isfinite(V))):
         return out
     kind, gamma, degree, coef0 = params
     name = {0: "linear", 1: "rbf", 2: "poly"}[kind]
