@@ -28,6 +28,10 @@ def _host_name():
 
 _HOST = _host_name()
 
+#: errors that writing a file raises, named after the destination even when the OS names
+#: no file (a write to a full disk)
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
 
 def check_destination(path):
     """Raise now, naming ``path``, what would make :func:`atomic_write` fail at the end:
@@ -71,10 +75,13 @@ def atomic_write(path, prefix=".linlap-"):
                                    suffix=".tmp", dir=directory)
     except OSError as exc:
         raise type(exc)(exc.errno, exc.strerror, path) from None
+    in_body = False
     try:
         try:
             with os.fdopen(fd, "wb") as fh:
+                in_body = True
                 yield fh
+                in_body = False
                 fh.flush()
                 os.fsync(fh.fileno())
             try:
@@ -86,10 +93,13 @@ def atomic_write(path, prefix=".linlap-"):
             os.chmod(tmp, mode)
             os.replace(tmp, path)
         except OSError as exc:
-            # a failed write, flush, fsync, chmod or rename (e.g. a full disk) names the
-            # destination, not the temporary file nor nothing; an error naming another
-            # file (an input read meanwhile) is left as it is
-            if exc.errno is None or exc.filename not in (None, tmp):
+            # this function's own steps (flush, fsync, close, chmod, rename) name the
+            # destination, not the temporary file nor nothing; so does an error of the
+            # caller's writes that names no file, if writing causes it (a full disk or
+            # quota, a file too large) — other errors of the caller's (an input read
+            # meanwhile, EIO on a pipe; another file named) are left as they are
+            if exc.errno is None or exc.filename not in (None, tmp) or (
+                    in_body and exc.errno not in _WRITE_ERRNOS):
                 raise
             raise OSError(exc.errno, exc.strerror, path) from None
     except BaseException:

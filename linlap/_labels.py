@@ -1,6 +1,7 @@
 """Label helpers shared by the loaders and the estimators."""
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -34,10 +35,11 @@ def _same_label(value, marker):
 def check_marker_fits(y, marker):
     """ValueError when ``y``'s dtype cannot hold ``marker``, so that no row could be marked
     unlabeled and the rows meant to be would become a class: a string or bool marker
-    for a numeric y (``y == '-1'`` is never true), or an integer marker outside the range
-    of an integer y whose wrapped value y holds (-1 stored as 255 in uint8). Object
-    arrays (which can hold any marker) and a fully labeled y of a narrow integer dtype
-    are left alone."""
+    for a numeric y (``y == '-1'`` is never true). A warning for an integer marker outside
+    the range of an integer y that holds the marker's wrapped value (-1 stored as 255 in
+    uint8): those rows may be a real class (a 0/255 mask) or the marker wrapped around,
+    and are taken as a class. Object arrays (which can hold any marker) and an integer y
+    without the wrapped value are left alone."""
     kind = y.dtype.kind
     if kind not in "iuf":
         return
@@ -59,10 +61,10 @@ def check_marker_fits(y, marker):
         wrapped = m % 2 ** info.bits
         if kind == "i" and wrapped > info.max:
             wrapped -= 2 ** info.bits
-        if np.any(y == wrapped):
-            raise ValueError(
+        if np.any(y == wrapped):  # a class, or the marker wrapped: say which is assumed
+            warnings.warn(
                 f"y has dtype {y.dtype}, which cannot hold the unlabeled marker {marker!r}: "
-                f"its rows equal to {wrapped} (the marker wrapped around, e.g. by "
-                f"astype({y.dtype})) would become a class. Keep y in a signed dtype that "
-                f"holds the marker (e.g. y.astype(np.int64) before marking), or pass "
-                f"unlabeled={wrapped}.")
+                f"its rows equal to {wrapped} are taken as a class. If they are the "
+                f"unlabeled rows (the marker wrapped around, e.g. by astype({y.dtype})), "
+                f"keep y in a signed dtype that holds the marker (e.g. y.astype(np.int64) "
+                f"before marking) or pass unlabeled={wrapped}.", UserWarning, stacklevel=3)

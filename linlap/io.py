@@ -129,6 +129,12 @@ def _decode_line(path, number, raw):
                          f"re-encode the file as UTF-8") from None
 
 
+def _cr_only(number, line):
+    """Whether line ``number`` is a whole file with CR-only line endings: the first line,
+    with no newline, holding carriage returns before its end."""
+    return number == 1 and not line.endswith("\n") and "\r" in line.rstrip("\r\n")
+
+
 def _old_mac_line_ends(number, line, fix="remove it"):
     """Why line ``number`` (``line``, as :func:`_decoded_lines` gives it) may be
     unreadable if it holds carriage returns that end no line of their own ('' if it
@@ -138,7 +144,7 @@ def _old_mac_line_ends(number, line, fix="remove it"):
     body = line.rstrip("\r\n")
     if "\r" not in body:
         return ""
-    if number == 1 and not line.endswith("\n"):  # no newline: the whole file
+    if _cr_only(number, line):
         return ("the file's lines end in a carriage return alone (old Mac line endings); "
                 "convert them to newlines, e.g. with tr '\\r' '\\n'")
     column = body.index("\r") + 1
@@ -347,7 +353,7 @@ def _iter_svmlight(path, unlabeled, chunk_size, n_features):
         return Batch(X, labels, ids)
 
     for number, line in _decoded_lines(path):
-        if number == 1 and "\r" in line.rstrip("\r\n") and not line.endswith("\n"):
+        if _cr_only(number, line):
             # old Mac line endings: its lines would read as one, the CRs as blanks
             raise ValueError(f"{path}, line 1: bad svmlight file: "
                              f"{_old_mac_line_ends(number, line)}")

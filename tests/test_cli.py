@@ -866,6 +866,12 @@ def test_output_inside_a_directory_data_is_refused(tmp_path, capsys):
     out = tmp_path / "docs.csv"
     assert main(["predict", str(model), str(docs), "--out", str(out), "-q"]) == 0
     assert len(out.read_text().splitlines()) == 40
+    # so is a hidden name inside it: the directory reader skips hidden files
+    hidden = docs / ".predictions.csv"
+    assert main(["predict", str(model), str(docs), "--out", str(hidden), "-q"]) == 0
+    assert hidden.read_text() == out.read_text()
+    assert main(["predict", str(model), str(docs), "--out", str(out), "-q"]) == 0
+    assert len(out.read_text().splitlines()) == 40  # the hidden file is no document
 
 
 def _run_strict_stdout(*args):

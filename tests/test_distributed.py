@@ -508,3 +508,16 @@ def test_column_y_accepted_as_in_memory(client):
         est = LapRLSClassifier(graph=graph, tol=1e-10).fit(as_dask(csr_row_blocks(X, 2)),
                                                            y.reshape(-1, 1))
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=0, atol=1e-12)
+
+
+def test_every_labeled_row_empty_refused_as_in_memory(client):
+    X, y = semi_supervised()
+    X = X.tolil()
+    X[np.flatnonzero(y != -1)] = 0  # every labeled document empty
+    X = X.tocsr()
+    X.eliminate_zeros()
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    with pytest.raises(ValueError, match="every labeled row is empty"):
+        LapRLSClassifier(graph=graph).fit(X, y)
+    with pytest.raises(ValueError, match="every labeled row is empty"):
+        LapRLSClassifier(graph=graph).fit(as_dask(csr_row_blocks(X, 2)), y)

@@ -130,8 +130,10 @@ def test_bad_input(client, corpus):
     with pytest.raises(ValueError, match="exactly only, but algorithm='nndescent'"):
         fit_graph(KNNGraph(n_neighbors=5, space="tfidf", algorithm="nndescent"),
                   as_dask(csr_row_blocks(X, 2)))
-    with pytest.raises(ValueError, match="exactly only, but algorithm='nndescent'"):
-        fit_graph(KNNGraph(n_neighbors=5, algorithm="nndescent"), as_dask(csr_row_blocks(X, 2)))
+    # nndescent with space='auto' searches the SVD space, at any size
+    g = fit_graph(KNNGraph(n_neighbors=5, algorithm="nndescent", n_components=10,
+                           random_state=0, recall_sample=0), as_dask(csr_row_blocks(X, 2)))
+    assert (g.space_, g.algorithm_) == ("svd", "nndescent")
     with pytest.raises(ValueError, match="n_neighbors must be an integer"):
         fit_graph(KNNGraph(n_neighbors=0), as_dask(csr_row_blocks(X, 2)))
     with pytest.raises(ValueError, match="sample_size must be an integer >= 1"):

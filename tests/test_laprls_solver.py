@@ -182,3 +182,25 @@ def test_batched_cg_energy_rule_bounds_the_a_norm_error():
     assert np.all(a_norm2(loose - X_star) > 2e-2 * J_star)  # the residual rule alone
     assert info.converged.all()
     assert np.all(a_norm2(tight - X_star) <= 1e-2 * J_star)
+
+
+def test_energy_rule_costs_nothing_when_cg_converges_in_a_few_steps():
+    """A well-conditioned system: the residual rule is met within a few iterations, and
+    the energy rule (whose window then covers only the last steps, not the way from x₀)
+    stops at the same iteration."""
+    rng = np.random.default_rng(1)
+    m = 200
+    Q, _ = np.linalg.qr(rng.standard_normal((m, m)))
+    A = (Q * np.r_[np.full(m - 3, 1.0), 2.0, 3.0, 5.0]) @ Q.T
+    A = 0.5 * (A + A.T)
+    B = rng.standard_normal((m, 2))
+    _, plain = batched_cg(lambda P: A @ P, B, tol=1e-8)
+    x_star = np.linalg.solve(A, B)
+    offset = 1.5 * np.einsum("ij,ij->j", B, x_star)  # c + 2φ(x*) = ½ bᵀA⁻¹b
+    _, ruled = batched_cg(lambda P: A @ P, B, tol=1e-8, energy_rtol=1e-2, energy_offset=offset)
+    assert plain.n_iter < 10
+    assert ruled.n_iter == plain.n_iter
+    # an objective that vanishes at x* (c = bᵀA⁻¹b) is met to round-off, not run to max_iter
+    _, vanishing = batched_cg(lambda P: A @ P, B, tol=1e-8, energy_rtol=1e-2,
+                              energy_offset=offset / 1.5, max_iter=200)
+    assert vanishing.converged.all() and vanishing.n_iter < 200

@@ -493,3 +493,23 @@ def test_first_format_without_versions_is_corrupt(tmp_path, fitted):
     joblib.dump({"format": linlap.persistence.FORMAT_TAG, "model": fitted}, path)
     with pytest.raises(ValueError, match="does not say which"):
         linlap.load(path)
+
+
+def test_a_read_error_during_a_write_keeps_its_own_name(tmp_path):
+    """An error naming no file is the destination's only if writing causes it (ENOSPC):
+    an input failing meanwhile (EIO on a pipe) is not reported as the output's."""
+    import errno
+
+    from linlap._atomic import atomic_write
+
+    dest = tmp_path / "out.csv"
+    with pytest.raises(OSError) as info:
+        with atomic_write(dest) as fh:
+            fh.write(b"x")
+            raise OSError(errno.EIO, "Input/output error")
+    assert info.value.filename is None and not dest.exists()
+    with pytest.raises(OSError) as info:
+        with atomic_write(dest) as fh:
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert info.value.filename == str(dest)
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]

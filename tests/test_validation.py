@@ -161,8 +161,10 @@ def test_batched_cg_raises_on_a_nonfinite_operator(bad):
 def test_marker_that_y_cannot_hold(data, Est):
     X, y = data
     for dtype in (np.uint8, np.uint16):
-        with pytest.raises(ValueError, match=f"dtype {np.dtype(dtype).name}.*cannot hold"):
-            Est().fit(X, y.astype(dtype))
+        # -1 wrapped to 255 / 65535: a class, or the marker? taken as a class, said so
+        with pytest.warns(UserWarning, match=f"dtype {np.dtype(dtype).name}.*cannot hold"):
+            clf = Est().fit(X, y.astype(dtype))
+        assert clf.classes_.size == 3
     for marker in ("-1", True):
         with pytest.raises(ValueError, match="holds numbers"):
             Est(unlabeled=marker).fit(X, y)
@@ -173,9 +175,12 @@ def test_marker_that_y_cannot_hold(data, Est):
 def test_markers_that_fit_y_still_work(data):
     X, y = data
     ref = LapRLSClassifier().fit(X, y)
-    # a fully labeled uint8 y with the default marker
+    # a fully labeled uint8 y with the default marker (a 0/255 mask's classes included)
     y_full = np.where(y == -1, 0, y).astype(np.uint8)
     assert LapRLSClassifier().fit(X, y_full).classes_.dtype == np.uint8
+    with pytest.warns(UserWarning, match="taken as a class"):
+        clf = LapRLSClassifier().fit(X, (255 * np.where(y == -1, 0, y)).astype(np.uint8))
+    assert list(clf.classes_) == [0, 255]
     # a signed y, -1.0 as marker; int labels held as objects with None; bools with None/NaN
     np.testing.assert_allclose(LapRLSClassifier(unlabeled=-1.0).fit(X, y).coef_, ref.coef_)
     y_obj = np.array([None if v == -1 else int(v) for v in y], dtype=object)

@@ -123,7 +123,11 @@ def _refuse_to_replace_inputs(option, output, inputs):
         if os.path.isdir(path):
             folder = os.path.realpath(path)
             where = os.path.realpath(output)
-            if os.path.commonpath([folder, where]) == folder:
+            below = os.path.relpath(where, folder).split(os.sep)
+            # a hidden name on the way is not a document of DATA (the reader skips them)
+            if os.path.commonpath([folder, where]) == folder \
+                    and not any(part.startswith(".") and part not in (".", "..")
+                                for part in below):
                 raise UsageError(f"{option} {output} is inside {path}, the "
                                  f"{description.replace('file', 'directory', 1)}: the "
                                  f"output would replace or add one of its documents; "

@@ -217,9 +217,6 @@ def _check_input(graph, X):
                         f"got {type(graph).__name__}.")
     if not isinstance(X, da.Array):
         raise TypeError(f"X must be a dask array chunked by rows, got {type(X).__name__}.")
-    if X.ndim != 2 or X.numblocks[1] != 1:
-        raise ValueError("X must be a 2-D dask array chunked by rows only (one chunk "
-                         f"along the columns), got chunks {X.chunks}.")
     check_dask_layout(X)
 
 
@@ -236,8 +233,10 @@ def fit_graph(graph, X, *, client=None, sample_size=None, recall_sample=None,
     **Space and method** are resolved as ``KNNGraph.fit`` resolves them: ``space='auto'``
     is the input space ('tfidf') when X has at most ``exact_max_samples`` non-empty rows,
     else the SVD space; ``algorithm='auto'`` is exact up to the same threshold, else
-    nndescent. The input space is searched exactly only (``space='tfidf'`` with
-    ``algorithm='nndescent'`` is refused).
+    nndescent. The input space is searched exactly only: ``algorithm='nndescent'`` with
+    ``space='auto'`` searches the SVD space at any size (in memory, below the threshold,
+    pynndescent would search the TF-IDF space: another graph), and with
+    ``space='tfidf'`` it is refused.
 
     **Method.**
 
@@ -402,14 +401,14 @@ def _fit(out, X, client, sample_size, recall_sample, rng, verbose, t_start, futu
     if algorithm == "auto":
         algorithm = "exact" if n_search <= out.exact_max_samples else "nndescent"
     space = out.space
-    if space == "auto":
-        space = "tfidf" if n_search <= out.exact_max_samples else "svd"
+    if space == "auto":  # pynndescent runs in the SVD space here (see Space and method)
+        space = ("tfidf" if n_search <= out.exact_max_samples and algorithm == "exact"
+                 else "svd")
     if space == "tfidf" and algorithm != "exact":
         raise ValueError(
-            f"fit_graph searches the input space (space='tfidf', or 'auto' up to "
-            f"exact_max_samples={out.exact_max_samples} non-empty rows; here {n_search}) "
-            f"exactly only, but algorithm={out.algorithm!r} is nndescent: use "
-            f"algorithm='exact', or space='svd' for pynndescent in the SVD space.")
+            f"fit_graph searches the input space (space='tfidf') exactly only, but "
+            f"algorithm={out.algorithm!r} is nndescent here: use algorithm='exact', or "
+            f"space='svd' (or 'auto') for pynndescent in the SVD space.")
     if space == "svd":
         if out.n_components > min(n_search, d):
             raise ValueError(

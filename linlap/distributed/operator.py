@@ -85,12 +85,13 @@ def check_client(client):
     return client
 
 
-def check_dask_layout(X):
-    """A dask array X chunked by rows only, with known row chunk sizes and column count."""
+def check_dask_layout(X, rows=True):
+    """A dask array X chunked by rows only, with a known column count and (``rows``)
+    known row chunk sizes."""
     if X.ndim != 2 or X.numblocks[1] != 1:
         raise ValueError("X must be a 2-D dask array chunked by rows only (one chunk "
                          f"along the columns), got chunks {X.chunks}.")
-    if any(np.isnan(c) for c in X.chunks[0]):
+    if rows and any(np.isnan(c) for c in X.chunks[0]):
         raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes().")
     if np.isnan(X.shape[1]):
         raise ValueError("X has an unknown number of columns (X.shape[1] is nan); call "

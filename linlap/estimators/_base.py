@@ -72,8 +72,8 @@ def scaled_gamma_A(n_labeled, n_classes):
     return SCALED_GAMMA_A * min(max(n_labeled / n_classes, lo), hi)
 
 
-def count_nonempty_rows(X):
-    """Rows of X with at least one nonzero entry."""
+def nonempty_rows(X):
+    """Boolean mask of the rows of X with at least one nonzero entry."""
     if sp.issparse(X):
         # from the stored values, without abs(X): scipy would sum duplicates and sort
         # the indices of the caller's matrix in place (and fail on read-only buffers)
@@ -81,21 +81,28 @@ def count_nonempty_rows(X):
         if not X.has_canonical_format:  # duplicate entries could cancel: sum them on a copy
             X = X.copy()
             X.sum_duplicates()
-        starts = X.indptr[:-1][np.diff(X.indptr) > 0]
-        if starts.size == 0:
-            return 0
-        # segment i runs from one stored row to the next; the empty rows between hold nothing
-        return int(np.count_nonzero(np.logical_or.reduceat(X.data != 0, starts)))
-    return int(np.count_nonzero(np.any(X != 0, axis=1)))
+        stored = np.diff(X.indptr) > 0
+        mask = np.zeros(X.shape[0], dtype=bool)
+        if stored.any():
+            # segment i runs from one stored row to the next; the rows between hold nothing
+            mask[stored] = np.logical_or.reduceat(X.data != 0, X.indptr[:-1][stored])
+        return mask
+    return np.any(X != 0, axis=1)
 
 
-def check_labeled_nonempty(X, labeled_rows):
-    """Some labeled row of X has a nonzero entry: when every one is empty, f = Xw + b is
-    the same on all of them and every fit is the zero (or constant) model."""
-    if count_nonempty_rows(X[labeled_rows]) == 0:
+def count_nonempty_rows(X):
+    """Rows of X with at least one nonzero entry."""
+    return int(np.count_nonzero(nonempty_rows(X)))
+
+
+def check_labeled_nonempty(nonempty, labeled_rows):
+    """Some labeled row is non-empty (``nonempty``: :func:`nonempty_rows` of X): when every
+    one is empty, f = Xw + b is the same on all of them and every fit is the zero (or
+    constant) model."""
+    if not nonempty[labeled_rows].any():
         raise ValueError(f"every labeled row is empty: nothing to learn from (the "
                          f"{labeled_rows.size} labeled rows of X are all-zero; X has "
-                         f"{count_nonempty_rows(X)} non-empty rows, none labeled). Label "
+                         f"{int(nonempty.sum())} non-empty rows, none labeled). Label "
                          f"rows that have nonzero features.")
 
 
@@ -300,7 +307,7 @@ class SemiSupervisedMixin:
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
         labels = self._check_labels(y)
-        check_labeled_nonempty(X, labels[0])
+        check_labeled_nonempty(nonempty_rows(X), labels[0])
         return (X, y) + labels
 
     def _check_labels(self, y):

@@ -36,27 +36,17 @@ def _client():
                          "Client('tcp://scheduler:8786').") from exc
 
 
-def _block_top(Xb):
-    """max |x| of one block, not finite when it holds NaN or inf (they propagate through
-    max and min); a non-numeric block (complex, strings) is refused."""
-    from ..distributed.operator import block_top
+def _block_nonempty(Xb):
+    """Which rows of one block have a nonzero."""
+    from ._base import nonempty_rows
 
-    return block_top(Xb)
-
-
-def _block_summary(Xb):
-    """(max |x| with NaN for a non-finite value, rows, rows with a nonzero) of one block."""
-    from ._base import count_nonempty_rows
-
-    top = _block_top(Xb)
-    return np.array([[top if np.isfinite(top) else np.nan, Xb.shape[0],
-                      count_nonempty_rows(Xb)]])
+    return nonempty_rows(Xb)
 
 
 def _check_dask_X(X, client):
     """X as row blocks on the workers, one per worker thread, of the shapes X.chunks
-    declares, of a numeric dtype, finite and not extreme; and the number of its non-empty
-    rows."""
+    declares, of a numeric dtype, finite and not extreme; and which of its rows are
+    non-empty (n booleans, on the client)."""
     import dask.array as da
 
     from ..distributed.operator import check_dask_layout, check_numeric_dtype, verified_blocks
@@ -70,16 +60,10 @@ def _check_dask_X(X, client):
     if X.numblocks[0] > n_blocks:
         X = X.rechunk({0: -(-X.shape[0] // n_blocks)})
     X = client.persist(X)
-    summary = da.map_blocks(_block_summary, X, chunks=((1,) * X.numblocks[0], (3,)),
-                            dtype=np.float64, meta=np.empty((0, 3))).compute()
-    tops = summary[:, 0]
-    if np.any(np.isnan(tops)):
-        raise ValueError("Input X contains NaN or infinity.")
-    if tops.size and tops.max() > MAX_ABS_VALUE:
-        raise ValueError(f"X has extreme values (max |x| = {tops.max():.3g} > "
-                         f"{MAX_ABS_VALUE:g}): the solvers' sums of squares would overflow. "
-                         f"Rescale X (e.g. TF-IDF rows of unit norm).")
-    return X, int(summary[:, 2].sum())
+    # NaN, inf and extreme values were refused block by block (verified_blocks)
+    nonempty = da.map_blocks(_block_nonempty, X, chunks=(X.chunks[0],), drop_axis=1,
+                             dtype=bool, meta=np.empty(0, bool)).compute()  # n bools
+    return X, nonempty
 
 
 def fit_on_dask(est, X, y):
@@ -91,7 +75,7 @@ def fit_on_dask(est, X, y):
     from ..distributed.operator import check_dask_layout
     from ..graph import KNNGraph
     from ..solvers._problem import pm1_targets
-    from ._base import DEFAULT_GRAPH_SEED, default_n_neighbors
+    from ._base import DEFAULT_GRAPH_SEED, check_labeled_nonempty, default_n_neighbors
 
     est._check_params()
     reason = est._dask_unsupported()
@@ -109,7 +93,9 @@ def fit_on_dask(est, X, y):
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
     labeled_rows, unlabeled_rows, classes, y_idx = est._check_labels(y)
     balance = est._balance_targets(classes, y_idx, unlabeled_rows.size)
-    X, n_nonempty = _check_dask_X(X, client)
+    X, nonempty = _check_dask_X(X, client)
+    check_labeled_nonempty(nonempty, labeled_rows)  # as in memory
+    n_nonempty = int(nonempty.sum())
     n, d = X.shape
 
     graph = est.graph
@@ -147,9 +133,10 @@ def _block_scores(Xb, coef, intercept):
 def _checked_scores(Xb, coef, intercept):
     """The block's scores, refused for extreme X or non-finite scores as in memory."""
     from .._validation import check_extreme_values
+    from ..distributed.operator import block_top
     from ._base import check_finite_scores
 
-    top = _block_top(Xb)
+    top = block_top(Xb)  # not finite with a NaN or inf; refuses a non-numeric block
     if not np.isfinite(top):
         raise ValueError("Input X contains NaN or infinity.")
     if top > MAX_ABS_VALUE:
@@ -171,15 +158,10 @@ def _block_predict(Xb, coef, intercept, classes):
 def _check_fitted_dask(est, X):
     from sklearn.utils.validation import check_is_fitted
 
-    from ..distributed.operator import check_numeric_dtype
+    from ..distributed.operator import check_dask_layout, check_numeric_dtype
 
     check_is_fitted(est, "coef_")
-    if X.ndim != 2 or X.numblocks[1] != 1:
-        raise ValueError("X must be a 2-D dask array chunked by rows only, got chunks "
-                         f"{X.chunks}.")
-    if np.isnan(X.shape[1]):
-        raise ValueError("X has an unknown number of columns (X.shape[1] is nan); call "
-                         "X.compute_chunk_sizes().")
+    check_dask_layout(X, rows=False)  # predicting needs the columns, not the row counts
     check_numeric_dtype(X.dtype)  # complex or strings (each block is checked too)
     if X.shape[1] != est.coef_.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is "

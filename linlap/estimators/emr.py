@@ -17,8 +17,9 @@ from ..graph.params import check_graph_params
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
-from ._base import (check_in_memory, check_labeled_nonempty, check_predict_X, default_graph, labeled_score,
-                    scaled_gamma_A, scaled_gamma_I, store_params)
+from ._base import (check_in_memory, check_labeled_nonempty, check_predict_X, default_graph,
+                    labeled_score, nonempty_rows, scaled_gamma_A, scaled_gamma_I,
+                    store_params)
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
 
@@ -347,7 +348,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
         labeled, _, _, y_idx = base._check_labels(y)  # the base's own label rules
-        check_labeled_nonempty(X, labeled)
+        check_labeled_nonempty(nonempty_rows(X), labeled)
         n_classes = int(y_idx.max()) + 1
         T = pm1_targets(y_idx, n_classes)
         n = X.shape[0]

@@ -21,7 +21,8 @@ from .._validation import (check_extreme_values, check_flags, check_graph_param,
                            check_positive_int, check_real, check_tol, check_verbose)
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.path import path_for_targets, path_reduction
-from ._base import LinearLapClassifier, check_labeled_nonempty, check_labels, store_params
+from ._base import (LinearLapClassifier, check_labeled_nonempty, check_labels,
+                    nonempty_rows, store_params)
 from .cv import _check_cv, _folds, _validation_set
 
 __all__ = ["LapSVMPathClassifier", "lapsvm_path"]
@@ -123,7 +124,7 @@ def lapsvm_path(X, y, graph, *, rho, unlabeled=-1, kernel=None, fit_intercept=Tr
         raise ValueError(f"lapsvm_path is binary: the labeled rows must hold exactly 2 "
                          f"classes, found {classes.size}.")
     if kernel is None:  # (a row of a precomputed K is no document)
-        check_labeled_nonempty(X, lab)
+        check_labeled_nonempty(nonempty_rows(X), lab)
     targets = np.where(y_idx == 1, 1.0, -1.0)
     red = path_reduction(X, lab, graph.laplacian_matvec, graph.scale_, rho=rho,
                          fit_intercept=fit_intercept, kernel=kernel, method=method, tol=tol,

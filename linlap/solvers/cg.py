@@ -119,7 +119,8 @@ def batched_cg(
     energy_rtol : float, optional
         Also require, before a column stops, that its error in the A-norm be small
         against the objective it minimises: with ``φ(x) = ½xᵀAx − bᵀx``, the decrease
-        ``Σ α_j r_jᵀz_j`` of ``2φ`` over the last ``energy_delay`` iterations — the
+        ``Σ α_j r_jᵀz_j`` of ``2φ`` over the last ``energy_delay`` iterations (the last
+        half of those done, if fewer) — the
         Hestenes–Stiefel estimate of ``‖x − x*‖²_A`` at the start of that window, a
         lower bound (Strakoš & Tichý 2002) — must be at most ``energy_rtol ·
         |energy_offset − xᵀb − xᵀr|`` (``−xᵀb − xᵀr = 2φ(x)``). A relative residual
@@ -189,8 +190,17 @@ def batched_cg(
             energy rule."""
             two_phi = -(np.einsum("ij,ij->j", Xc, B[:, columns])
                         + np.einsum("ij,ij->j", Xc, Rc))
-            return window[columns].sum(axis=1) <= energy_rtol * np.abs(offset[columns]
-                                                                        + two_phi)
+            # the last d steps; before d iterations the last half of them (a window
+            # reaching back to x₀ would measure the whole first error, not the last
+            # iterates': a fit that converges in a few steps would run d of them)
+            d = window.shape[1]
+            w = d if n_iter >= d else max(1, n_iter // 2)
+            recent = (n_iter - 1 - np.arange(w)) % d
+            # a floor of 1e-10 |c|: c + 2φ → 0 (an objective that vanishes at x*) is
+            # known only to round-off in c
+            reference = np.maximum(np.abs(offset[columns] + two_phi),
+                                   1e-10 * np.abs(offset[columns]))
+            return window[np.ix_(columns, recent)].sum(axis=1) <= energy_rtol * reference
 
     # Running columns, compacted into C-contiguous (m, na) views of flat buffers.
     cols = np.flatnonzero(active)
