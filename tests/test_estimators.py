@@ -126,6 +126,29 @@ def test_prebuilt_graph_is_shared_not_rebuilt(Est):
         Est(graph=graph).fit(X[:59], semi(y, 10)[:59])
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_prebuilt_graph_on_other_rows_warns(sparse, tmp_path):
+    X, y = blobs(seed=3)
+    X = sp.csr_matrix(X) if sparse else X
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    ys = semi(y, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same rows in another format, dtype or scale
+        for same in (X, X.toarray() if sparse else sp.csr_matrix(X), X.astype(np.float32),
+                     3 * X):
+            LapRLSClassifier(graph=graph).fit(same, ys)
+        # a view and a reloaded graph carry the rows' fingerprint
+        LapRLSClassifier(graph=graph.with_laplacian(power=2)).fit(X, ys)
+        graph.save(tmp_path / "g.npz")
+        LapRLSClassifier(graph=KNNGraph.load(tmp_path / "g.npz")).fit(X, ys)
+    perm = np.random.default_rng(0).permutation(X.shape[0])
+    with pytest.warns(UserWarning, match="does not look like the matrix"):
+        LapRLSClassifier(graph=graph).fit(X[perm], ys[perm])
+    other, _ = blobs(seed=4)
+    with pytest.warns(UserWarning, match="does not look like the matrix"):
+        LapRLSClassifier(graph=graph).fit(sp.csr_matrix(other) if sparse else other, ys)
+
+
 def test_warm_start_fewer_iterations_same_model():
     X, y = blobs(n=120, d=30, n_classes=3, seed=5)
     y_semi = semi(y, 20)
@@ -440,9 +463,11 @@ def test_tinv_factor_not_reused_after_X_or_graph_change():
     e.fit(X3, y3)
     fresh = LapSVMClassifier(gamma_A=1e-3, gamma_I=0.5, solver="tinv", graph=g).fit(X3, y3)
     np.testing.assert_allclose(e.coef_, fresh.coef_, atol=1e-10)
-    e.fit(2 * X3 + 0.1, y3)  # same shape and graph, other X
-    fresh = LapSVMClassifier(gamma_A=1e-3, gamma_I=0.5, solver="tinv",
-                             graph=g).fit(2 * X3 + 0.1, y3)
+    with pytest.warns(UserWarning, match="does not look like the matrix"):
+        e.fit(2 * X3 + 0.1, y3)  # same shape and graph, other X (said so)
+    with pytest.warns(UserWarning, match="does not look like the matrix"):
+        fresh = LapSVMClassifier(gamma_A=1e-3, gamma_I=0.5, solver="tinv",
+                                 graph=g).fit(2 * X3 + 0.1, y3)
     np.testing.assert_allclose(e.coef_, fresh.coef_, atol=1e-10)
 
 

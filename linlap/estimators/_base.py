@@ -18,6 +18,7 @@ from .._validation import (MAX_ABS_VALUE, check_extreme_values, check_flags,
                            check_graph_param, check_nonnegative, check_positive_int, check_tol,
                            check_verbose)
 from ..graph import KNNGraph
+from ..graph.estimator import rows_fingerprint, same_rows_fingerprint
 from ..solvers._problem import pm1_targets, predict_index
 from ._dask import dask_decision_function, dask_predict, fit_on_dask, is_dask_array
 
@@ -270,7 +271,20 @@ def resolve_graph(graph, X, verbose=0, random_state=DEFAULT_GRAPH_SEED):
         if graph.n_samples_fit_ != n:
             raise ValueError(
                 f"The prebuilt graph was built on {graph.n_samples_fit_} rows but X has "
-                f"{n}; pass the X the graph was built on (labeled and unlabeled rows).")
+                f"{n}; pass the X the graph was built on (labeled and unlabeled rows). "
+                f"(In a grid search or cross-validation, pass an unfitted KNNGraph(...), "
+                f"or use LapRLSClassifierCV / LapSVMClassifierCV.)")
+        # rows reordered or other documents (checked when X has the graph's columns: a
+        # graph of other features, e.g. embeddings, is a choice, not a mistake)
+        fingerprint = getattr(graph, "rows_fingerprint_", None)
+        if fingerprint is not None and X.shape[1] == getattr(graph, "n_features_in_", None) \
+                and (sp.issparse(X) or isinstance(X, np.ndarray)) \
+                and not same_rows_fingerprint(rows_fingerprint(X), fingerprint):
+            warnings.warn(
+                "X does not look like the matrix the prebuilt graph was built on: some of "
+                "its rows differ (each scaled to unit length). If X's rows were reordered or "
+                "are other documents, the graph joins the wrong rows; pass the X the graph "
+                "was built on, in the same row order.", UserWarning, stacklevel=4)
         return graph
     return graph.fit(X)
 

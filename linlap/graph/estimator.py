@@ -6,6 +6,7 @@ is done in :mod:`.search`, :mod:`.weights`, :mod:`.laplacian`, :mod:`.reorder` a
 :mod:`.storage`.
 """
 
+import hashlib
 import time
 import warnings
 
@@ -29,7 +30,41 @@ __all__ = ["KNNGraph"]
 # attributes of a fitted graph that with_laplacian and subgraph views share
 _SHARED = ("neighbors_", "distances_", "adjacency_", "degree_", "heat_sigma_", "algorithm_",
            "space_", "recall_", "n_repaired_", "n_empty_", "n_samples_fit_", "n_features_in_",
-           "build_time_", "node_order_")
+           "build_time_", "node_order_", "rows_fingerprint_")
+
+#: rows of X read by :func:`rows_fingerprint`
+FINGERPRINT_ROWS = 64
+
+
+def rows_fingerprint(X, n_rows=FINGERPRINT_ROWS):
+    """What tells the matrix a graph was built on from the same rows reordered, or from
+    other documents of the same number: for ``n_rows`` rows spread evenly over X, the
+    projection of each row, scaled to unit length, on a fixed pseudo-random direction
+    (CSR or dense, any real dtype; the direction's entry j is a hash of j, so no
+    n_features-long vector is made for sparse X). Compare with
+    :func:`same_rows_fingerprint` (a tolerance: float32 and float64 copies agree)."""
+    n, d = X.shape
+    rows = np.unique(np.linspace(0, n - 1, min(n, n_rows)).astype(np.int64))
+
+    def direction(j):
+        return ((np.asarray(j, dtype=np.uint64) * np.uint64(0x9E3779B1))
+                % np.uint64(2 ** 32)).astype(np.float64) / 2.0 ** 32 - 0.5
+
+    if sp.issparse(X):
+        R = sp.csr_matrix(X[rows], dtype=np.float64)
+        entry_row = np.repeat(np.arange(R.shape[0]), np.diff(R.indptr))
+        proj = np.bincount(entry_row, R.data * direction(R.indices), minlength=R.shape[0])
+        norms = np.sqrt(np.bincount(entry_row, R.data ** 2, minlength=R.shape[0]))
+    else:
+        R = np.asarray(X[rows], dtype=np.float64)
+        proj = R @ direction(np.arange(d))
+        norms = np.linalg.norm(R, axis=1)
+    return [float(v) for v in np.where(norms > 0, proj / np.where(norms > 0, norms, 1), 0)]
+
+
+def same_rows_fingerprint(a, b, atol=1e-4):
+    """Whether two :func:`rows_fingerprint` values agree (to ``atol``: float32 rounding)."""
+    return len(a) == len(b) and bool(np.allclose(a, b, rtol=0, atol=atol))
 
 
 def _same_value(a, b):
@@ -238,6 +273,10 @@ class KNNGraph(BaseEstimator):
     node_order_ : ndarray of shape (n_samples,), int64, or None
         The node numbering of the Laplacian passes (position q holds row
         ``node_order_[q]``), or None when the nodes were not renumbered.
+    rows_fingerprint_ : list of float or None
+        64 rows of X, each as one number (:func:`rows_fingerprint`): an estimator
+        given this graph warns when its X differs there (rows reordered, other
+        documents). None for a graph built by :func:`linlap.distributed.fit_graph`.
     build_time_ : dict
         Seconds spent per step: 'svd' (if used), 'search', 'recall'
         (if measured), 'weights', 'reorder' (if renumbered) and 'total'.
@@ -307,6 +346,7 @@ class KNNGraph(BaseEstimator):
         verbose = bool(self.verbose)
         Xn, empty = search.prepare_input(X)
         n, d = Xn.shape
+        fingerprint = rows_fingerprint(Xn)  # Xn's rows are X's, scaled to unit length
         k = self.n_neighbors
         rows = None  # the rows searched: all, or the non-empty ones
         if empty.size:
@@ -389,9 +429,11 @@ class KNNGraph(BaseEstimator):
             full_nb[rows], full_dist[rows] = rows[neighbors], distances
             neighbors, distances = full_nb, full_dist
 
-        return self._fit_from_neighbors(
+        self._fit_from_neighbors(
             neighbors, distances, n_features=d, n_empty=empty.size, algorithm=algorithm,
             space=space, recall=recall, n_repaired=n_repaired, times=times, t_start=t_total)
+        self.rows_fingerprint_ = fingerprint
+        return self
 
     def _fit_from_neighbors(self, neighbors, distances, *, n_features, n_empty, algorithm,
                             space, recall, n_repaired, times, t_start):
@@ -431,6 +473,7 @@ class KNNGraph(BaseEstimator):
         self.n_samples_fit_ = n
         self.n_features_in_ = int(n_features)
         self.node_order_ = order
+        self.rows_fingerprint_ = None  # set by fit (not by the distributed search)
         t0 = time.perf_counter()
         self._set_laplacian()  # builds the renumbered copy of W when order is set
         if order is not None:

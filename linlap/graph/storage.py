@@ -40,6 +40,7 @@ def save_graph(graph, path):
     meta["n_samples_fit_"] = int(meta["n_samples_fit_"])
     meta["n_features_in_"] = int(meta["n_features_in_"])
     meta["reordered"] = graph.node_order_ is not None
+    meta["rows_fingerprint_"] = getattr(graph, "rows_fingerprint_", None)
     try:
         params_json = json.dumps(params)
         meta_json = json.dumps(meta)
@@ -109,6 +110,7 @@ def load_graph(cls, path):
     graph.degree_ = data["degree"].astype(np.float64, copy=False)
     for key in _META:
         setattr(graph, key, meta[key])
+    graph.rows_fingerprint_ = meta.get("rows_fingerprint_")  # files of before: none
     graph.node_order_ = (data["node_order"].astype(np.int64, copy=False)
                          if meta["reordered"] else None)
     graph.n_empty_ = int(np.count_nonzero(graph.neighbors_[:, 0] == -1)) if n else 0
