@@ -8,7 +8,7 @@ import numpy as np
 
 __all__ = ["is_int", "is_finite_real", "is_finite_number", "check_int", "check_real",
            "check_nonnegative", "check_tol", "check_positive_int", "check_graph_param", "check_extreme_values", "check_flags",
-           "check_verbose"]
+           "check_verbose", "user_stacklevel"]
 
 #: Largest |x| the solvers accept: their sums of squares (‖X p‖², CG's ‖A p‖²) stay far
 #: from float64 overflow below it, and no document feature comes near it.
@@ -124,3 +124,17 @@ def check_extreme_values(X):
         raise ValueError(f"X has extreme values (max |x| = {top:.3g} > {MAX_ABS_VALUE:g}): the "
                          f"solvers' sums of squares would overflow to non-finite values. "
                          f"Rescale X (e.g. TF-IDF rows of unit norm).")
+
+
+def user_stacklevel():
+    """The ``stacklevel`` that makes a warning issued by the calling function point at the
+    first frame outside linlap (the user's line, or scikit-learn's Pipeline calling it),
+    however deep in linlap the warning is raised."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

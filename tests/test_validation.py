@@ -1,6 +1,8 @@
 """Parameter and input checks of the estimators and solvers: each bad value gets a
 ValueError naming it (not a silent zero model, a hang or an unrelated numpy error)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -263,3 +265,30 @@ def test_s3vm_huge_gamma_A_names_the_weights(data):
     with pytest.raises(ValueError, match=r"gamma_A=1e\+300.*huge weight") as info:
         LapS3VMClassifier(gamma_A=1e300).fit(X, y)
     assert "are not tiny" not in str(info.value)
+
+
+def test_mask_labels_on_string_labels_fits_with_the_default_marker(data):
+    """mask_labels writes -1 into an object array of strings: the default marker marks
+    those rows (it was refused as 'matches no row')."""
+    from linlap.datasets import mask_labels
+
+    X, y = data
+    names = np.array(["neg", "pos"])[np.where(y == -1, 0, y)]
+    ym = mask_labels(names, 4, per_class=True, random_state=0)
+    clf = LapRLSClassifier().fit(X, ym)
+    assert list(clf.classes_) == ["neg", "pos"]
+    # a string y the marker matches nowhere is still refused
+    with pytest.raises(ValueError, match="matches no row"):
+        LapRLSClassifier().fit(X, names)
+
+
+def test_few_unlabeled_rows_warn_with_the_scaled_gamma_I(data):
+    X, y = data
+    lab = y != -1
+    with pytest.warns(UserWarning, match="rows are unlabeled: gamma_I='scaled'") as record:
+        LapRLSClassifier().fit(X[lab], y[lab])
+    assert record[0].filename == __file__  # points at the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LapRLSClassifier(gamma_I=0.1).fit(X[lab], y[lab])  # a chosen weight: no warning
+        LapRLSClassifier().fit(X, y)

@@ -16,7 +16,7 @@ from .._memory import check_memory, solve_bytes
 from .._progress import progress
 from .._validation import (MAX_ABS_VALUE, check_extreme_values, check_flags,
                            check_graph_param, check_nonnegative, check_positive_int, check_tol,
-                           check_verbose)
+                           check_verbose, user_stacklevel)
 from ..graph import KNNGraph
 from ..graph.estimator import rows_fingerprint, same_rows_fingerprint
 from ..solvers._problem import pm1_targets, predict_index
@@ -150,7 +150,10 @@ def check_labels(y, marker):
     y_lab = y[labeled_rows]
     text = y_lab.dtype.kind in "US" or (
         y_lab.dtype == object and any(isinstance(v, (str, bytes)) for v in y_lab))
-    if text and not (marker is None or isinstance(marker, (str, bytes)) or nan_marker):
+    # a numeric marker among string labels: fine where it marks rows (an object y from
+    # mask_labels holds -1 in them), a mistake where it matches none
+    if text and not (marker is None or isinstance(marker, (str, bytes)) or nan_marker) \
+            and not unlabeled.any():
         raise ValueError(
             f"y holds string labels, so the unlabeled marker {marker!r} matches no row "
             f"and an empty or missing label would become a class: name the value that "
@@ -284,7 +287,8 @@ def resolve_graph(graph, X, verbose=0, random_state=DEFAULT_GRAPH_SEED):
                 "X does not look like the matrix the prebuilt graph was built on: some of "
                 "its rows differ (each scaled to unit length). If X's rows were reordered or "
                 "are other documents, the graph joins the wrong rows; pass the X the graph "
-                "was built on, in the same row order.", UserWarning, stacklevel=4)
+                "was built on, in the same row order.", UserWarning,
+                stacklevel=user_stacklevel())
         return graph
     return graph.fit(X)
 
@@ -508,6 +512,15 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         ``gamma_I_selection_``."""
         self.gamma_I_selection_ = None
         n_classes = int(y_idx.max()) + 1
+        n_unlabeled = X.shape[0] - labeled_rows.size
+        if isinstance(self.gamma_I, str) and n_unlabeled < labeled_rows.size:
+            warnings.warn(
+                f"only {n_unlabeled} of the {X.shape[0]} rows are unlabeled: "
+                f"gamma_I={self.gamma_I!r} assumes many unlabeled documents (it was measured "
+                f"with 20 or more per labeled one), and with few the graph term can override "
+                f"the labels (predictions of one class). Fit on the unlabeled documents too "
+                f"(labeled -1, or your unlabeled marker), or pass a smaller gamma_I "
+                f"(gamma_I=0: the labels alone).", UserWarning, stacklevel=user_stacklevel())
         if isinstance(self.gamma_A, str) and self.gamma_A == "scaled":
             self.gamma_A_ = scaled_gamma_A(labeled_rows.size, n_classes)
         else:

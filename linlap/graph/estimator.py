@@ -17,6 +17,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._memory import check_memory, graph_bytes
+from .._validation import user_stacklevel
 from . import reorder as _reorder
 from . import search
 from .laplacian import (LaplacianPasses, laplacian_matrix, laplacian_power, laplacian_product,
@@ -353,7 +354,7 @@ class KNNGraph(BaseEstimator):
             warnings.warn(
                 f"{empty.size} of {n} rows of X are empty (no nonzero entry): they become "
                 f"isolated nodes of the graph (no edge; n_empty_ counts them).",
-                UserWarning, stacklevel=2)
+                UserWarning, stacklevel=user_stacklevel())
             rows = np.setdiff1d(np.arange(n), empty, assume_unique=True)
             Xn = Xn[rows]
         n_search = n - empty.size
