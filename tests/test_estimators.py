@@ -489,7 +489,7 @@ def test_score_leaves_out_the_unlabeled_rows():
         w = np.arange(1.0, 121.0)
         assert np.isclose(est.score(X, ys, sample_weight=w),
                           np.average(est.predict(X[lab]) == ys[lab], weights=w[lab]))
-        with pytest.raises(ValueError, match="score needs labeled rows"):
+        with pytest.raises(ValueError, match="scoring needs labeled rows"):
             est.score(X, np.full(120, -1))
     scores = cross_val_score(LapRLSClassifier(), X, ys, cv=3)
     assert scores.min() > 0.7  # every fold's unlabeled rows left out of its score
@@ -499,6 +499,29 @@ def test_score_leaves_out_the_unlabeled_rows():
     yt = np.where(ys == -1, "", np.array(["a", "b"])[np.maximum(ys, 0)])
     est = LapRLSClassifier(unlabeled="").fit(X, yt)
     assert est.score(X, yt) == np.mean(est.predict(X[lab]) == yt[lab])
+
+
+def test_labeled_scorer_scores_the_labeled_rows_only():
+    from sklearn.metrics import f1_score
+    from sklearn.model_selection import cross_val_score
+
+    from linlap.model_selection import labeled_scorer
+
+    X, y = blobs(n=120, seed=3)
+    ys = semi(y, 30)
+    lab = ys != -1
+    est = LapRLSClassifier().fit(X, ys)
+    f1 = labeled_scorer("f1_macro")
+    assert np.isclose(f1(est, X, ys), f1_score(ys[lab], est.predict(X[lab]), average="macro"))
+    # scikit-learn's scorer counts the unlabeled rows as a class; this one does not
+    plain = cross_val_score(LapRLSClassifier(), X, ys, cv=3, scoring="accuracy")
+    ours = cross_val_score(LapRLSClassifier(), X, ys, cv=3, scoring=labeled_scorer("accuracy"))
+    assert plain.max() < 0.5 < 0.7 < ours.min()
+    np.testing.assert_allclose(ours, cross_val_score(LapRLSClassifier(), X, ys, cv=3))
+    # string labels with their marker
+    yt = np.where(ys == -1, "", np.array(["a", "b"])[np.maximum(ys, 0)])
+    est = LapRLSClassifier(unlabeled="").fit(X, yt)
+    assert labeled_scorer("accuracy", unlabeled="")(est, X, yt) == est.score(X, yt)
 
 
 @pytest.mark.parametrize("labels", ["int", "bool"])

@@ -223,6 +223,20 @@ def check_predict_X(est, X):
                          reset=False)
 
 
+def _labeled_part(X, y, marker):
+    """The labeled rows of (X, y) (the rows whose label is not ``marker``) and their
+    indices."""
+    from sklearn.utils import _safe_indexing
+
+    y = column_or_1d(y, warn=True)
+    check_consistent_length(X, y)
+    keep = np.flatnonzero(~marker_mask(y, marker))
+    if keep.size == 0:
+        raise ValueError(f"scoring needs labeled rows: every entry of y equals the "
+                         f"unlabeled marker {marker!r}.")
+    return _safe_indexing(X, keep), label_array(y[keep]), keep
+
+
 def labeled_score(est, X, y, marker, sample_weight=None):
     """Mean accuracy of ``est.predict`` on the rows of (X, y) whose label is not the
     unlabeled ``marker``: a semi-supervised y scored on its labels (scikit-learn's
@@ -230,16 +244,41 @@ def labeled_score(est, X, y, marker, sample_weight=None):
     from sklearn.metrics import accuracy_score
     from sklearn.utils import _safe_indexing
 
-    y = column_or_1d(y, warn=True)
-    check_consistent_length(X, y)
-    keep = np.flatnonzero(~marker_mask(y, marker))
-    if keep.size == 0:
-        raise ValueError(f"score needs labeled rows: every entry of y equals the unlabeled "
-                         f"marker {marker!r}.")
+    X_lab, y_lab, keep = _labeled_part(X, y, marker)
     weights = None if sample_weight is None else _safe_indexing(
         column_or_1d(sample_weight), keep)
-    return accuracy_score(label_array(y[keep]), est.predict(_safe_indexing(X, keep)),
-                          sample_weight=weights)
+    return accuracy_score(y_lab, est.predict(X_lab), sample_weight=weights)
+
+
+def labeled_scorer(scoring, unlabeled=-1):
+    """A scorer for ``cross_val_score(..., scoring=)`` and ``GridSearchCV(scoring=)``
+    that scores the labeled rows of y only.
+
+    scikit-learn's scorers (``scoring='f1_macro'``, …) score every row of the y they are
+    given, the unlabeled ones counted as a class ``unlabeled`` that the model never
+    predicts; the default ``scoring=None`` uses the estimators' own ``score``, which
+    leaves them out already. This wraps a scorer the same way.
+
+    Parameters
+    ----------
+    scoring : str or callable
+        A scikit-learn scorer name or a scorer ``scorer(estimator, X, y)``.
+    unlabeled : object, default=-1
+        The value of y marking unlabeled rows (the estimator's ``unlabeled``).
+
+    Returns
+    -------
+    callable ``scorer(estimator, X, y)``
+    """
+    from sklearn.metrics import get_scorer
+
+    base = get_scorer(scoring)
+
+    def scorer(estimator, X, y):
+        X_lab, y_lab, _ = _labeled_part(X, y, unlabeled)
+        return base(estimator, X_lab, y_lab)
+
+    return scorer
 
 
 def capped_n_neighbors(X, n_neighbors=None):

@@ -57,7 +57,9 @@ class LapRLSClassifier(LinearLapClassifier):
         (on a few hundred documents a 50-NN graph is nearly complete and flattens f).
         An unfitted KNNGraph is fitted on X (a copy; the parameter is not changed);
         a fitted one is reused as is — build it once on all training rows and pass it
-        to as many estimators as you like.
+        to as many estimators as you like (on X of the same rows, in the same order: the
+        fit warns when sampled rows differ). For ``GridSearchCV`` over graph parameters
+        (``graph__n_neighbors``) or cross-validation pass an unfitted ``KNNGraph(...)``.
     class_prior : None, 'labeled', array-like or dict, default=None
         Class-balance constraint: pin the mean decision value over the unlabeled
         rows to ``2π_c − 1`` for each class c (one-vs-rest targets). None: off;
@@ -93,7 +95,8 @@ class LapRLSClassifier(LinearLapClassifier):
         Labels of the training rows: the given label for labeled rows, the
         prediction for unlabeled ones.
     graph_ : KNNGraph
-        The fitted graph used.
+        The fitted graph used (None in a model read by :func:`linlap.load` without
+        ``keep_graph``: prediction does not need it).
     gamma_A_ : float
         The γ_A of the fit (``gamma_A`` or its 'scaled' value).
     gamma_I_ : float

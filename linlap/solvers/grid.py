@@ -268,6 +268,8 @@ def lapsvm_grid(
     if unconverged:  # one warning for the grid, not one per point
         warnings.warn(f"lapsvm_grid: {unconverged} of the {g * q} points' finite Newton "
                       f"refinements stopped before tol={tol:g} (max_iter={max_iter}, "
-                      f"cg_max_iter={cg_max_iter}); increase them.", ConvergenceWarning,
+                      f"cg_max_iter={cg_max_iter}); increase them (through "
+                      f"LapSVMClassifierCV: max_iter, or leave out the smallest gamma_A, whose "
+                      f"CG is slowest).", ConvergenceWarning,
                       stacklevel=2)
     return coef, intercept, steps, info

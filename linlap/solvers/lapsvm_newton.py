@@ -562,7 +562,8 @@ def lapsvm_newton(
     elif not converged:
         warnings.warn(
             f"LapSVM finite Newton stopped making progress while CG did not reach tol={tol:g} "
-            f"in cg_max_iter={cg_max_iter} iterations; increase cg_max_iter.",
+            f"in cg_max_iter={cg_max_iter} iterations; increase cg_max_iter (through "
+            f"LapSVMClassifier: a larger gamma_A or tol, as a small gamma_A makes CG slow).",
             ConvergenceWarning, stacklevel=2,
         )
 

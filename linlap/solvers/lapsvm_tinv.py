@@ -79,7 +79,7 @@ class TinvFactor:
 def _check_tinv_weights(gamma_A, gamma_I, scale):
     if not (is_finite_number(gamma_A) and gamma_A > 0):
         raise ValueError(f"The T⁻¹ solver needs gamma_A > 0 (T² = γ_A I + γ_I s XᵀL^pX must be "
-                         f"positive definite), got {gamma_A!r}; use lapsvm_newton otherwise.")
+                         f"positive definite), got {gamma_A!r}; use solver='newton' (lapsvm_newton) otherwise.")
     if not (is_finite_number(gamma_I) and gamma_I >= 0):
         raise ValueError(f"gamma_I must be a finite number >= 0, got {gamma_I!r}.")
     if gamma_I > 0 and not (is_finite_number(scale) and scale >= 0):
@@ -126,8 +126,8 @@ def tinv_factor(X, laplacian_matvec, *, gamma_A, gamma_I, scale, fit_intercept=T
         raise ValueError(
             f"T⁻¹ preprocessing needs a dense d × d factor: d = {d} features take "
             f"{8 * d * d} bytes ({8 * d * d / 2**20:.1f} MiB; {needed} bytes with workspace), "
-            f"over memory_budget = {memory_budget} bytes. Use lapsvm_newton (finite Newton "
-            f"through X, no d × d matrix) or reduce the features."
+            f"over memory_budget = {memory_budget} bytes. Use solver='newton' (lapsvm_newton: "
+            f"finite Newton through X, no d × d matrix) or reduce the features."
         )
     M = np.zeros((d, d))
     u, q, bias_free = np.zeros(d), 0.0, True
