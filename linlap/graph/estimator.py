@@ -6,7 +6,6 @@ is done in :mod:`.search`, :mod:`.weights`, :mod:`.laplacian`, :mod:`.reorder` a
 :mod:`.storage`.
 """
 
-import hashlib
 import time
 import warnings
 
