@@ -23,12 +23,8 @@ def is_int(x):
 def is_finite_real(x):
     """A real number (not a bool) that is finite as a float: an integer beyond int64
     (10**30) is one, a float or integer overflowing float64 (10**400) is not."""
-    if not isinstance(x, numbers.Real) or isinstance(x, (bool, np.bool_)):
-        return False
-    try:
-        return math.isfinite(float(x))
-    except (OverflowError, TypeError, ValueError):
-        return False
+    return (isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+            and is_finite_number(x))
 
 
 def is_finite_number(x):
