@@ -369,6 +369,11 @@ def test_verbose_reports_graph_and_solver_steps(capsys):
     LapRLSClassifier(verbose=1).fit(X, semi(y, 10))
     out = capsys.readouterr()
     assert "[KNNGraph]" in out.err and "[LapRLS] iteration 1" in out.err
+    # the weights 'scaled' resolved to, as the CLI prints them
+    est = LapRLSClassifier(gamma_I=3.0, verbose=1).fit(X, semi(y, 10))
+    err = capsys.readouterr().err
+    assert (f"[LapRLSClassifier] gamma_A = {est.gamma_A_:.3g} ('scaled'), gamma_I = 3; "
+            f"10 labeled rows, {X.shape[0] - 10} unlabeled, 2 classes") in err
     LapRLSClassifier().fit(X, semi(y, 10))
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""

@@ -2,6 +2,7 @@
 targets, the graph (built, or a prebuilt one reused), ±1 targets and predictions, and
 the linear classifiers' fit."""
 
+import sys
 import warnings
 
 import numpy as np
@@ -566,6 +567,7 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
             self.gamma_A_ = float(self.gamma_A)
         if not self._gamma_I_is_auto():
             self.gamma_I_ = self._fixed_gamma_I(labeled_rows.size, n_classes)
+            self._report_gammas(labeled_rows.size, n_unlabeled, n_classes)
             return
         from .cv import AUTO_GAMMA_I_FACTORS, select_gamma_I  # cv.py imports the estimators
 
@@ -576,6 +578,17 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
                              max_iter=self._auto_gamma_I_max_iter or self.max_iter)
         self.gamma_I_selection_ = sel
         self.gamma_I_ = sel.gamma_I
+        self._report_gammas(labeled_rows.size, n_unlabeled, n_classes)
+
+    def _report_gammas(self, n_labeled, n_unlabeled, n_classes):
+        """With ``verbose``: the weights the solver uses (what 'scaled'/'auto' became)."""
+        if not self.verbose:
+            return
+        def named(value, given):
+            return f"{value:.3g}" + (f" ({given!r})" if isinstance(given, str) else "")
+        print(f"[{type(self).__name__}] gamma_A = {named(self.gamma_A_, self.gamma_A)}, "
+              f"gamma_I = {named(self.gamma_I_, self.gamma_I)}; {n_labeled} labeled rows, "
+              f"{n_unlabeled} unlabeled, {n_classes} classes", file=sys.stderr, flush=True)
 
     def _dask_unsupported(self):
         """Why this estimator cannot fit a dask array X (None: it can, by
