@@ -298,3 +298,21 @@ def test_plain_tar_cut_at_a_member_boundary(tmp_path):
     cut.write_bytes(full.read_bytes()[:cut_at])
     with pytest.raises(ValueError, match="truncated"):
         load_20newsgroups(cut)
+
+
+def test_load_20newsgroups_removes_headers_footers_quotes(tmp_path):
+    post = ("From: someone@example.com\nSubject: Re: engines\nOrganization: Nowhere\n\n"
+            "In article <1@x> someone writes:\n> quoted engine text\nMy own engine text.\n"
+            "\n--\nsignature line\n")
+    ng = _tar(tmp_path / "ng.tar.gz", {"20news-bydate-train/rec.autos/1": post}, "w:gz")
+    assert load_20newsgroups(ng).data == [post]  # kept whole by default
+    body = load_20newsgroups(ng, remove=("headers",)).data[0]
+    assert "Subject" not in body and "Organization" not in body and "quoted" in body
+    clean = load_20newsgroups(ng, remove=("headers", "footers", "quotes")).data[0]
+    assert "My own engine text." in clean
+    for gone in ("Subject", "quoted", "writes", "signature"):
+        assert gone not in clean
+    assert load_20newsgroups(ng, remove="headers").data[0] == body  # a single name
+    for bad in (("header",), ("headers", 3), 5):
+        with pytest.raises(ValueError, match="remove must be a tuple"):
+            load_20newsgroups(ng, remove=bad)

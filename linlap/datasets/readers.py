@@ -39,7 +39,7 @@ Andrew Y. Ng and Christopher Potts (2011). Learning Word Vectors for
 Sentiment Analysis. ACL 2011.
 """
 
-def load_20newsgroups(path, subset="train", categories=None):
+def load_20newsgroups(path, subset="train", categories=None, remove=()):
     """Load 20 Newsgroups posts from a local ``20news-bydate.tar.gz``.
 
     The archive is read directly (one sequential pass, nothing extracted to
@@ -56,6 +56,13 @@ def load_20newsgroups(path, subset="train", categories=None):
     categories : list of str or None, default=None
         Newsgroups to keep (e.g. ``["comp.sys.ibm.pc.hardware",
         "comp.sys.mac.hardware"]``); ``None`` keeps all of them.
+    remove : tuple of {"headers", "footers", "quotes"}, default=()
+        Parts of each post to strip, as ``sklearn.datasets.fetch_20newsgroups``
+        strips them (its functions are used): ``"headers"`` everything before the
+        first blank line (From:, Subject:, Organization:, …), ``"footers"`` a
+        signature block after the last ``--`` line, ``"quotes"`` lines quoting
+        another post. Headers name the group and the poster, so a classifier (and
+        its top feature weights) can lean on them rather than on the text.
 
     Returns
     -------
@@ -82,6 +89,7 @@ def load_20newsgroups(path, subset="train", categories=None):
     ...                           categories=["sci.space", "rec.autos"])  # doctest: +SKIP
     """
     check_subset(subset, {"train", "test", "all"})
+    strip = _newsgroup_strippers(remove)
     path = check_archive(path)
     if categories is not None:
         if isinstance(categories, str):
@@ -103,8 +111,10 @@ def load_20newsgroups(path, subset="train", categories=None):
         seen_groups.add(group)
         if split not in splits or (categories is not None and group not in categories):
             continue
-        records.append((splits.index(split), group, id_key(fid), fid,
-                        read().decode("latin-1")))
+        text = read().decode("latin-1")
+        for f in strip:
+            text = f(text)
+        records.append((splits.index(split), group, id_key(fid), fid, text))
 
     if not seen_groups:
         raise ValueError(f"{path} holds no posts in the 20news-bydate-<split>/<group>/<id> layout")
@@ -130,6 +140,23 @@ def load_20newsgroups(path, subset="train", categories=None):
         [r[3] for r in records],
         _20NG_DESCR + f"\nsource: {path.name}\n",
     )
+
+
+def _newsgroup_strippers(remove):
+    """scikit-learn's functions for the parts named in ``remove``, in its order."""
+    from sklearn.datasets import _twenty_newsgroups as tng
+
+    kinds = {"headers": tng.strip_newsgroup_header, "footers": tng.strip_newsgroup_footer,
+             "quotes": tng.strip_newsgroup_quoting}
+    names = (remove,) if isinstance(remove, str) else remove
+    try:
+        names = list(names)
+    except TypeError:
+        names = None
+    if names is None or any(not isinstance(r, str) or r not in kinds for r in names):
+        raise ValueError(f"remove must be a tuple of 'headers', 'footers', 'quotes', "
+                         f"got {remove!r}.")
+    return [kinds[k] for k in kinds if k in names]
 
 
 # --------------------------------------------------------------------------- IMDB
