@@ -25,7 +25,8 @@ def corpora(draw):
     X = sp.random(n, d, density=draw(st.sampled_from([0.1, 0.3, 0.6])), format="lil",
                   random_state=rng)
     X = sp.csr_matrix(X)
-    X.data = np.abs(X.data) * 10.0 ** draw(st.sampled_from([-300, -8, 0, 8, 29, 80]))
+    exponent = draw(st.sampled_from([-300, -8, 0, 8, 29, 80]))
+    X.data = np.abs(X.data) * 10.0 ** exponent
     X = X.tolil()
     for i in draw(st.lists(st.integers(0, n - 1), max_size=3)):  # empty rows
         X[i, :] = 0
@@ -50,7 +51,12 @@ def corpora(draw):
         y, marker = np.where(y_idx == -1, np.nan, y_idx.astype(float)), np.nan
     else:  # string labels with the default marker: must be refused clearly
         y, marker = np.where(y_idx == -1, "", names[y_idx]), -1
-    return X, y, marker
+    nonempty = np.diff(X.indptr) > 0
+    # a fit that must succeed: the right marker, values the estimators accept (|x| ≤ 1e30,
+    # not subnormal-small), two rows with a word for the graph, one of them labeled
+    must_fit = (kind != "wrong-marker" and exponent in (-8, 0, 8, 29)
+                and bool(np.any(nonempty[y_idx != -1])) and nonempty.sum() >= 2)
+    return X, y, marker, kind == "wrong-marker", must_fit
 
 
 @pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
@@ -58,14 +64,16 @@ def corpora(draw):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=corpora())
 def test_fit_raises_clearly_or_returns_a_finite_model(Est, data):
-    X, y, marker = data
+    X, y, marker, must_refuse, must_fit = data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             clf = Est(unlabeled=marker).fit(X, y)
         except ValueError as exc:
+            assert not must_fit, f"a valid corpus was refused: {exc}"
             assert len(str(exc)) > 20  # a message that says something
             return
+        assert not must_refuse, "string labels with the marker -1 were accepted"
         F = clf.decision_function(X)
         pred = clf.predict(X)
     assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(clf.intercept_))
