@@ -118,7 +118,6 @@ def test_laprls_direct_and_pcg_agree_multiclass_string_labels():
 
 def test_validation_and_mixed_checks(moons):
     X, y, truth, g = moons
-    rng = np.random.default_rng(2)
     Xv, yv = make_moons(30, noise=0.05, random_state=1)
     kw = dict(gamma_A=1e-4, gamma_I=10.0, gamma=4.0, graph=g)
     val = KernelLapSVMClassifier(early_stopping="validation", **kw).fit(X, y, X_val=Xv,
