@@ -23,14 +23,112 @@ def _split(model):
     return model, None
 
 
+def _no_weights_message(est):
+    """Why ``est`` has no term weights to read, or None when it has (coef_ and classes_).
+
+    The message starts with ``a <Class> has no feature weights``, as the CLI prints it."""
+    coef = getattr(est, "coef_", None)
+    classes = getattr(est, "classes_", None)
+    if coef is not None and classes is not None:
+        return None
+    from .estimators.clustering import LaplacianSpectralClustering
+    from .estimators.kernel import _KernelLapClassifier
+
+    name = type(est).__name__
+    base = getattr(est, "estimator_", None)  # EMRClassifier's fitted base estimator
+    kernel = (isinstance(est, _KernelLapClassifier) or isinstance(base, _KernelLapClassifier)
+              or getattr(est, "dual_coef_", None) is not None
+              or (isinstance(est, LaplacianSpectralClustering) and est.kernel != "linear"))
+    if coef is None and kernel:
+        return (f"a {name} has no feature weights: kernel models weigh training documents "
+                f"(dual_coef_), not terms")
+    if isinstance(est, LaplacianSpectralClustering):
+        if coef is None:  # unfitted, linear kernel
+            return (f"a {name} has no feature weights per class (clusters are not "
+                    f"classes); once fitted, its coef_ (n_features × n_components) holds "
+                    f"each eigenfunction's term weights")
+        return (f"a {name} has no feature weights per class (clusters are not classes): "
+                f"read its coef_ (n_features × n_components), each column one "
+                f"eigenfunction's term weights")
+    if coef is not None:
+        return f"a {name} has coef_ but no classes_: feature_weights reads classifiers"
+    if classes is not None:  # fitted, yet not linear
+        return (f"a {name} has no feature weights (no coef_): feature_weights reads "
+                f"linear classifiers")
+    return (f"feature_weights needs a fitted linear classifier (with coef_ and classes_); "
+            f"this {name} is not fitted: fit it first")
+
+
+def _embedding_columns(model, n_columns):
+    """Boolean mask over the ``n_columns`` columns of a Pipeline's classifier: True for
+    the embedding dimensions of its :class:`~linlap.text.EmbeddedTfidfVectorizer`
+    (followed through column-selecting steps such as ``SelectFromModel``); None when
+    there are none or the columns cannot be traced."""
+    from sklearn.pipeline import Pipeline
+
+    from .text import EmbeddedTfidfVectorizer
+
+    if not isinstance(model, Pipeline) or len(model.steps) < 2:
+        return None
+    vec = model.steps[0][1]
+    if not isinstance(vec, EmbeddedTfidfVectorizer) or not hasattr(vec, "word_vectors_"):
+        return None
+    n_terms = len(vec.tfidf_.vocabulary_)
+    emb = np.arange(n_terms + vec.word_vectors_.shape[1]) >= n_terms
+    if len(model.steps) > 2:  # the steps in between: which columns reach the classifier
+        try:
+            cols = model[1:-1].get_feature_names_out(
+                np.array([str(j) for j in range(emb.size)], dtype=object))
+            emb = emb[np.array([int(c) for c in cols], dtype=np.intp)]
+        except Exception:  # a step that makes new columns (or names none): not traced
+            return None
+    if emb.shape[0] != n_columns or not emb.any():
+        return None
+    return emb
+
+
+class _Weights:
+    """What ``feature_weights`` and ``linlap top-features`` rank: the classifier ``est``,
+    ``coef`` (2-D ndarray, one row per entry of ``row_classes``) over the term columns
+    ``columns`` of ``est.coef_``, their ``names`` (None: unknown, use ``columns``) and
+    the number ``n_embedding`` of embedding dimensions left out."""
+
+    def __init__(self, model, feature_names=None):
+        est, names = _split(model)
+        why = _no_weights_message(est)
+        if why is not None:
+            raise ValueError(why + ".")
+        coef, classes = est.coef_, est.classes_
+        coef = np.atleast_2d(np.asarray(coef.toarray() if hasattr(coef, "toarray") else coef))
+        if feature_names is not None:
+            names = np.asarray(feature_names, dtype=object)
+        if names is not None and len(names) != coef.shape[1]:
+            raise ValueError(f"{len(names)} feature names for {coef.shape[1]} weights.")
+        row_classes = ([classes[1]] if coef.shape[0] == 1 and len(classes) == 2
+                       else list(classes))
+        if len(row_classes) != coef.shape[0]:
+            raise ValueError(f"coef_ has {coef.shape[0]} rows for {len(classes)} classes.")
+        columns = np.arange(coef.shape[1])
+        emb = _embedding_columns(model, coef.shape[1])
+        self.n_embedding = 0 if emb is None else int(emb.sum())
+        if emb is not None:
+            columns = np.flatnonzero(~emb)
+            coef = coef[:, columns]
+            names = None if names is None else names[columns]
+        self.est, self.coef, self.row_classes = est, coef, row_classes
+        self.columns, self.names = columns, names
+
+
 def feature_weights(model, top=None, *, feature_names=None):
-    """Tidy table of a fitted linear model's weights: one row per (class, term).
+    """Tidy table of a fitted linear model's term weights: one row per (class, term).
 
     Parameters
     ----------
     model : Pipeline or estimator
         A fitted ``Pipeline(vectorizer, ..., LapRLSClassifier/LapSVMClassifier)`` or
-        any fitted estimator with ``coef_`` and ``classes_``.
+        any fitted estimator with ``coef_`` and ``classes_``. Kernel models
+        (``KernelLapRLSClassifier``, ...) weigh training documents, not terms, and
+        spectral clustering has no classes: both are refused, saying so.
     top : int or None, default=None
         None: every term. An int n: per class, the n highest- and the n
         lowest-weighted terms.
@@ -41,26 +139,30 @@ def feature_weights(model, top=None, *, feature_names=None):
 
     Returns
     -------
-    pandas.DataFrame if pandas is installed, else a list of dicts
-        Columns ``term``, ``class``, ``weight``; per class, sorted by decreasing
-        weight. A binary model has one weight vector, that of ``classes_[1]``
+    pandas.DataFrame if pandas can be imported, else a list of dicts
+        (pandas is not a dependency of linlap). Columns ``term``, ``class``,
+        ``weight``; per class, sorted by decreasing weight, equal weights in column
+        order (with ``top``: the n highest, then the n lowest, still by decreasing
+        weight). A binary model has one weight vector, that of ``classes_[1]``
         (positive weights push towards ``classes_[1]``, negative towards
-        ``classes_[0]``), so its rows all carry ``class = classes_[1]``.
+        ``classes_[0]``), so its rows all carry ``class = classes_[1]``. A
+        multi-class model has one one-vs-rest row of ``coef_`` per class.
+
+    Notes
+    -----
+    Only terms are ranked. A pipeline whose vectorizer is an
+    :class:`~linlap.text.EmbeddedTfidfVectorizer` (``linlap fit --embedding``) gives
+    its classifier dense embedding dimensions after the TF-IDF terms: every document
+    has a value in each of them, on another scale than its sparse unit-norm TF-IDF
+    row, so their weights do not rank against the terms' (they would crowd them out
+    of both ends of the list). They are left out of the table. To read them, for the
+    two-step pipeline ``linlap fit`` saves: ``k = model[0].word_vectors_.shape[1]``,
+    ``model[-1].coef_[:, -k:]`` (named ``model[0].get_feature_names_out()[-k:]``,
+    ``embedding_0`` ...). A bare classifier cannot tell which of its columns were
+    embedding dimensions: all are ranked.
     """
-    est, names = _split(model)
-    coef = getattr(est, "coef_", None)
-    classes = getattr(est, "classes_", None)
-    if coef is None or classes is None:
-        raise ValueError("feature_weights needs a fitted linear classifier (with coef_ and "
-                         "classes_); fit the model first.")
-    coef = np.atleast_2d(np.asarray(coef.toarray() if hasattr(coef, "toarray") else coef))
-    if feature_names is not None:
-        names = np.asarray(feature_names, dtype=object)
-    if names is not None and len(names) != coef.shape[1]:
-        raise ValueError(f"{len(names)} feature names for {coef.shape[1]} weights.")
-    row_classes = [classes[1]] if coef.shape[0] == 1 and len(classes) == 2 else list(classes)
-    if len(row_classes) != coef.shape[0]:
-        raise ValueError(f"coef_ has {coef.shape[0]} rows for {len(classes)} classes.")
+    fw = _Weights(model, feature_names)
+    coef, names, columns = fw.coef, fw.names, fw.columns
     if top is not None and not (is_int(top) and top >= 1):
         raise ValueError(f"top must be a positive integer or None, got {top!r}.")
     n_terms = coef.shape[1]
@@ -68,7 +170,7 @@ def feature_weights(model, top=None, *, feature_names=None):
     terms = np.empty((coef.shape[0], k), dtype=np.intp)  # the column of each row, by class
     for i, w in enumerate(coef):
         terms[i] = _order(w) if k == n_terms else _extremes(w, top)
-    labels = [c.item() if hasattr(c, "item") else c for c in row_classes]
+    labels = [c.item() if hasattr(c, "item") else c for c in fw.row_classes]
     if names is not None:  # str() of each name once, shared by the rows that name it
         text = np.empty(len(names), dtype=object)
         text[:] = [t if type(t) is str else str(t) for t in names]
@@ -77,7 +179,7 @@ def feature_weights(model, top=None, *, feature_names=None):
     except ImportError:  # the documented fallback: one dict per row, a class at a time
         rows = []
         for w, label, cols in zip(coef, labels, terms):
-            term = (cols if names is None else text[cols]).tolist()
+            term = (columns[cols] if names is None else text[cols]).tolist()
             rows += [{"term": t, "class": label, "weight": v}
                      for t, v in zip(term, w[cols].astype(np.float64).tolist())]
         return rows
@@ -88,7 +190,7 @@ def feature_weights(model, top=None, *, feature_names=None):
     label = pd.Series(labels).repeat(k).reset_index(drop=True)
     weight = np.take_along_axis(coef, terms, axis=1).astype(np.float64).ravel()
     terms = terms.ravel()
-    term = terms.astype(np.int64) if names is None else text[terms].tolist()
+    term = columns[terms].astype(np.int64) if names is None else text[terms].tolist()
     return pd.DataFrame({"term": term, "class": label, "weight": weight},
                         columns=["term", "class", "weight"])
 

@@ -1057,3 +1057,73 @@ def test_failed_write_of_the_output_names_it(tmp_path, capsys, monkeypatch):
                                    "-q"]), 1)
     assert line == f"linlap: error: {out}: Input/output error"
     assert not out.exists()
+
+
+# ------------------------------------------- review: top-features names, embeddings, --top
+
+def _feature_lines(out):
+    return [ln.split()[1] for ln in out.splitlines() if ln.startswith("    ")]
+
+
+def test_top_features_of_a_bare_classifier_says_it_has_no_vectorizer(tmp_path, capsys):
+    """A classifier saved from Python without its vectorizer: not 'an svmlight matrix'."""
+    from linlap import KNNGraph, LapRLSClassifier, save
+    from linlap.cli import main
+    from linlap.text import make_vectorizer
+
+    texts, y = _two_topic_texts(40)
+    X = make_vectorizer(min_df=1, stop_words=None).fit_transform(texts)
+    est = LapRLSClassifier(graph=KNNGraph(n_neighbors=3), unlabeled="").fit(
+        X, np.where(np.arange(40) < 10, y, ""))
+    save(est, tmp_path / "bare.model")
+    assert main(["top-features", str(tmp_path / "bare.model"), "-n", "2"]) == 0
+    out = capsys.readouterr().out
+    note = out.splitlines()[0]
+    assert "svmlight matrix" not in note and "has no vectorizer" in note, note
+    assert "columns are shown as indices" in note
+    # the indices are the columns of coef_ (0-based, as the matrix it was fit on)
+    order = np.argsort(-est.coef_[0], kind="stable")
+    assert [ln for ln in out.splitlines() if ln.startswith("    ")][0].endswith(
+        f"feature {order[0]}")
+
+
+def test_top_features_ranks_terms_not_embedding_dimensions(tmp_path, capsys):
+    """--embedding's dense dimensions are left out of the term lists, with a note."""
+    from sklearn.pipeline import Pipeline
+
+    from linlap import KNNGraph, LapRLSClassifier, save
+    from linlap.cli import main
+    from linlap.text import EmbeddedTfidfVectorizer
+
+    texts, y = _two_topic_texts(40)
+    model = Pipeline([("vectorizer", EmbeddedTfidfVectorizer(
+        n_components=3, min_df=1, stop_words=None, weight=5.0)),
+        ("classifier", LapRLSClassifier(graph=KNNGraph(n_neighbors=3), unlabeled=""))])
+    model.fit(texts, np.where(np.arange(40) < 10, y, ""))
+    save(model, tmp_path / "emb.model")
+    n_terms = len(model[0].vocabulary_)
+    # lists as long as the vocabulary: every column the command ranks is printed
+    assert main(["top-features", str(tmp_path / "emb.model"), "-n", "100"]) == 0
+    out = capsys.readouterr().out
+    listed = _feature_lines(out)
+    assert not [t for t in listed if t.startswith("embedding_")], out
+    assert sorted(set(listed)) == sorted(model[0].vocabulary_) and len(listed) == 2 * n_terms
+    note = out.splitlines()[0]
+    assert "3 embedding dimensions" in note and "left out" in note and "scale" in note
+    assert "last 3 columns of model[-1].coef_" in note
+
+
+def test_top_features_top_is_the_long_form_of_n(tmp_path, capsys):
+    from linlap.cli import main
+
+    texts, y, data, model = _fit_small_text_model(tmp_path)
+    capsys.readouterr()
+    assert main(["top-features", str(model), "--top", "2"]) == 0
+    long = capsys.readouterr().out
+    assert main(["top-features", str(model), "-n", "2"]) == 0
+    assert capsys.readouterr().out == long and len(_feature_lines(long)) == 4
+    with pytest.raises(SystemExit) as exc:
+        main(["top-features", str(model), "--top", "0"])
+    assert exc.value.code == 2 and "must be >= 1" in capsys.readouterr().err
+    res = run("top-features", "--help")
+    assert "-n N, --top N" in res.stdout

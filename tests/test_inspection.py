@@ -145,3 +145,84 @@ def test_top_many_ties_large():
     est = Fitted(coef, np.arange(4))
     for top in (1, 7, 700, 2499, 2500):
         _assert_same(linlap.feature_weights(est, top), reference_feature_weights(est, top))
+
+
+# ------------------------------------------------- review: what is ranked, and messages
+
+def _records(table):
+    return table if isinstance(table, list) else table.to_dict("records")
+
+
+def _topic_texts(n=40, seed=0):
+    rng = np.random.RandomState(seed)
+    words = [["engine", "wheel", "brake", "gear", "tyre", "clutch"],
+             ["apple", "pear", "plum", "cherry", "grape", "melon"]]
+    y = rng.randint(2, size=n)
+    texts = [" ".join(rng.choice(words[c], 5)) for c in y]
+    return texts, np.where(np.arange(n) < 10, y, -1)
+
+
+def test_embedding_dimensions_are_not_ranked_with_terms():
+    """EmbeddedTfidfVectorizer's dense dimensions (another scale) are left out: the
+    table is the terms' columns alone, also behind a column-selecting step."""
+    from sklearn.feature_selection import SelectFromModel
+    from sklearn.pipeline import Pipeline
+
+    from linlap.text import EmbeddedTfidfVectorizer
+
+    texts, y = _topic_texts()
+
+    def vec():
+        return EmbeddedTfidfVectorizer(n_components=3, min_df=1, stop_words=None, weight=5.0)
+
+    model = Pipeline([("v", vec()), ("c", LapRLSClassifier(graph=KNNGraph(n_neighbors=3)))])
+    model.fit(texts, y)
+    names = model[:-1].get_feature_names_out()
+    n_terms = len(model[0].vocabulary_)
+    assert len(names) == n_terms + 3 and names[-1] == "embedding_2"
+    want = Fitted(model[-1].coef_[:, :n_terms], model[-1].classes_)
+    for top in (None, 2, 100):
+        got = linlap.feature_weights(model, top)
+        assert not any(str(r["term"]).startswith("embedding_") for r in _records(got))
+        _assert_same(got, reference_feature_weights(want, top, feature_names=names[:n_terms]))
+    # the weights the docstring points to: the last k columns of coef_
+    k = model[0].word_vectors_.shape[1]
+    assert list(model[0].get_feature_names_out()[-k:]) == ["embedding_0", "embedding_1",
+                                                           "embedding_2"]
+    # a SelectFromModel in between: the embedding columns it keeps are still left out
+    sel = Pipeline([("v", vec()), ("s", SelectFromModel(LapRLSClassifier(
+        graph=KNNGraph(n_neighbors=3)), max_features=n_terms, threshold=-np.inf)),
+        ("c", LapRLSClassifier(graph=KNNGraph(n_neighbors=3)))]).fit(texts, y)
+    kept = sel[:-1].get_feature_names_out()
+    is_term = np.array([not t.startswith("embedding_") for t in kept])
+    assert not is_term.all()  # the selection kept some embedding dimensions
+    rows = _records(linlap.feature_weights(sel))
+    assert sorted(r["term"] for r in rows) == sorted(kept[is_term])
+    # a bare classifier cannot tell: every column is ranked
+    assert len(_records(linlap.feature_weights(model[-1]))) == n_terms + 3
+
+
+def test_kernel_clustering_and_unfitted_messages():
+    """A fitted kernel model is not 'not fitted': it weighs documents, not terms."""
+    from linlap import KernelLapRLSClassifier, LaplacianSpectralClustering
+    from linlap.text import make_vectorizer
+
+    texts, y = _topic_texts()
+    X = make_vectorizer(min_df=1, stop_words=None).fit_transform(texts)
+    graph = KNNGraph(n_neighbors=3).fit(X)
+    kernel = KernelLapRLSClassifier(graph=graph).fit(X, y)
+    for model in (kernel, make_pipeline(make_vectorizer(min_df=1, stop_words=None),
+                                        KernelLapRLSClassifier(graph=KNNGraph(n_neighbors=3))
+                                        ).fit(texts, y),
+                  KernelLapRLSClassifier()):
+        with pytest.raises(ValueError, match="kernel models weigh training documents") as e:
+            linlap.feature_weights(model)
+        assert "fit" not in str(e.value)
+    with pytest.raises(ValueError, match="kernel models weigh training documents"):
+        linlap.feature_weights(LaplacianSpectralClustering(kernel="rbf", graph=graph,
+                                                           random_state=0).fit(X))
+    with pytest.raises(ValueError, match=r"clusters are not classes\): read its coef_"):
+        linlap.feature_weights(LaplacianSpectralClustering(graph=graph,
+                                                           random_state=0).fit(X))
+    with pytest.raises(ValueError, match="this LapRLSClassifier is not fitted: fit it first"):
+        linlap.feature_weights(LapRLSClassifier())

@@ -178,9 +178,18 @@ def build_parser():
     _add_input_options(ev, "label column (unlabeled rows are skipped)")
     ev.set_defaults(func=_evaluate)
 
-    top = sub.add_parser("top-features", help="highest- and lowest-weighted terms per class")
+    top = sub.add_parser("top-features", help="highest- and lowest-weighted terms per class",
+                         description="Per class, the N highest- and the N lowest-weighted "
+                                     "terms of a linear model (lowest: most negative "
+                                     "first; equal weights in column order, reversed for "
+                                     "lowest). Binary: one list, for the second class in "
+                                     "sorted order (negative weights point to the first). "
+                                     "Without a vocabulary (hashing, svmlight input, a "
+                                     "classifier saved alone) columns are shown as "
+                                     "indices; --embedding dimensions are left out.")
     top.add_argument("model", metavar="MODEL")
-    top.add_argument("-n", type=_int_arg(1), default=30, help="terms per list (default 30)")
+    top.add_argument("-n", "--top", dest="n", type=_int_arg(1), default=30, metavar="N",
+                     help="terms per list (default 30)")
     top.set_defaults(func=_top_features)
     pl = sub.add_parser("plot", help="write a PNG: solver convergence, test error vs "
                                      "number of labels, or the solution path (needs "

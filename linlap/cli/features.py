@@ -1,25 +1,45 @@
 """``linlap top-features``: the highest- and lowest-weighted terms per class."""
 
-from ._common import _load_model, _model_input_kind
+from ._common import _load_model
+
+
+def _no_names_reason(model):
+    """Why a model's columns have no term names (for the note line)."""
+    from sklearn.pipeline import Pipeline
+
+    if not isinstance(model, Pipeline) or len(model.steps) < 2:
+        return ("the model has no vectorizer, so columns are shown as indices: feature j "
+                "is column j of the matrix it was fit on (svmlight input: index j as "
+                "written in the file)")
+    first = model.steps[0][1]
+    if hasattr(first, "build_analyzer") and not hasattr(first, "get_feature_names_out"):
+        return ("the model's vectorizer hashes terms and keeps no vocabulary; showing "
+                "feature indices (hash buckets)")
+    return ("a step of the model's pipeline does not name its output columns; showing "
+            "column indices of the classifier's input")
 
 
 def _top_features(args):
     import numpy as np
 
-    from ..inspection import _split
+    from ..inspection import _no_weights_message, _order, _split, _Weights
 
     model, _ = _load_model(args.model)
-    est, names = _split(model)
-    if not hasattr(est, "coef_"):
-        raise ValueError(f"{args.model}: a {type(est).__name__} has no feature weights "
-                         f"(kernel models weigh documents, not terms)")
-    coef = np.atleast_2d(np.asarray(est.coef_))
-    classes = [str(c) for c in est.classes_]
+    why = _no_weights_message(_split(model)[0])
+    if why is not None:
+        raise ValueError(f"{args.model}: {why}")
+    fw = _Weights(model)
+    coef, names = fw.coef, fw.names
+    classes = [str(c) for c in fw.est.classes_]
     if names is None:
-        why = ("the model's vectorizer hashes terms" if _model_input_kind(model) == "text"
-               else "the model was fit on an svmlight matrix")
-        print(f"(term names are unavailable: {why}; showing feature indices)")
-        names = np.array([f"feature {j}" for j in range(coef.shape[1])], dtype=object)
+        print(f"(term names are unavailable: {_no_names_reason(model)})")
+        names = np.array([f"feature {j}" for j in fw.columns], dtype=object)
+    if fw.n_embedding:
+        last = (f"; they are the last {fw.n_embedding} columns of model[-1].coef_"
+                if len(model.steps) == 2 else "")
+        print(f"(terms only: the {fw.n_embedding} embedding dimensions (--embedding) are "
+              f"left out: dense and on another scale than the TF-IDF terms, their weights "
+              f"do not rank against the terms'{last})")
     if coef.shape[0] == 1 and len(classes) == 2:
         rows = [(f"{classes[1]} (positive weights; negative weights point to "
                  f"{classes[0]})", coef[0])]
@@ -27,7 +47,7 @@ def _top_features(args):
         rows = list(zip(classes, coef))
     n = min(args.n, coef.shape[1])
     for title, w in rows:
-        order = np.argsort(-w, kind="stable")
+        order = _order(w)
         print(f"class {title}")
         print("  highest:")
         for j in order[:n]:
