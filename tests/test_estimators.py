@@ -243,6 +243,48 @@ def test_errors_name_the_problem(Est):
 
 
 @pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_decision_function_on_csr_float32_and_float64(Est, n_classes, monkeypatch):
+    """A CSR X of float32 or float64 values (int32 or int64 indices, matrix or array) is
+    scored by the solvers' numba kernel, on its own arrays (no float64 copy): ``X @ coef_.T
+    + intercept_`` to round-off, shape (n,) for two classes, the same predictions; the
+    checks stay (NaN, feature count, overflowing scores)."""
+    import importlib
+
+    X, y = blobs(n_classes=n_classes, sparse=True, seed=11)
+    clf = Est(graph=KNNGraph(n_neighbors=5)).fit(X, semi(y, 12))
+    csr = importlib.import_module("linlap._numba.csr")
+    kernel, scored = csr.csr_matmat, []
+
+    def counting(indptr, indices, data, *args, **kwargs):
+        scored.append(data)
+        return kernel(indptr, indices, data, *args, **kwargs)
+
+    monkeypatch.setattr(csr, "csr_matmat", counting)
+    X64 = X.tocsr().astype(np.float64)
+    wide = X64.copy()
+    wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
+    for A in (X64, X64.astype(np.float32), wide, sp.csr_array(X64.astype(np.float32))):
+        ref = np.asarray(A @ clf.coef_.T + clf.intercept_)
+        assert ref.dtype == np.float64
+        F = clf.decision_function(A)
+        assert scored.pop() is A.data and F.dtype == np.float64
+        assert F.shape == ((X.shape[0],) if n_classes == 2 else (X.shape[0], n_classes))
+        np.testing.assert_allclose(F, ref[:, 0] if n_classes == 2 else ref, rtol=1e-12,
+                                   atol=1e-12 * np.abs(ref).max())
+        np.testing.assert_array_equal(clf.predict(A), clf.predict(A.toarray()))
+    Z = X64[:3].copy()
+    Z.data[1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.decision_function(Z.astype(np.float32))
+    with pytest.raises(ValueError, match="features"):
+        clf.decision_function(X64[:, :-1])
+    clf.coef_ = clf.coef_ * 1e300
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="non-finite decision"):
+        clf.predict(X64[:3] * 1e10)
+
+
+@pytest.mark.parametrize("Est", [LapRLSClassifier, LapSVMClassifier])
 def test_duplicate_documents_give_finite_model(Est):
     X, y = blobs(seed=7)
     Xd = sp.vstack([X, X[:10], X[:10]]).tocsr()  # every one of 10 rows three times

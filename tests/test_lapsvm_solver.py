@@ -225,6 +225,125 @@ def test_init_decision_starts_without_passes_and_changes_nothing(gamma_I):
     np.testing.assert_allclose(b.intercept, a.intercept, rtol=1e-7, atol=1e-9)
 
 
+def count_passes(monkeypatch, X):
+    """Count the numba passes over the CSR X: forward (``X̃ z``) and backward (``X̃ᵀ U``)."""
+    csr = importlib.import_module("linlap._numba.csr")
+    counts = {"X": 0, "XT": 0}
+
+    def wrap(name, key):
+        kernel = getattr(csr, name)
+
+        def counted(indptr, *args, **kwargs):
+            counts[key] += indptr is X.indptr
+            return kernel(indptr, *args, **kwargs)
+
+        monkeypatch.setattr(csr, name, counted)
+
+    wrap("csr_matmat", "X")
+    wrap("csr_rmatmat_blocks", "XT")
+    return counts
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("normalized", [False, True])
+@pytest.mark.parametrize("check,keep", [(True, False), (True, True), (False, False)])
+def test_passes_per_solve(k, normalized, check, keep, monkeypatch):
+    """Graph products and passes over X of a cold solve: one per CG iteration (the CG's
+    own products, whose images update f and L^p f) plus one of each for the final
+    gradient check — none for the start at w = b = 0 (f = 0, L^p f = 0). The check
+    recomputes f and L^p f (independent of the updated ones) and keeps L^p f when asked."""
+    X, L, labeled, T = random_problem(n=60, d=15, l=20, k=k, seed=3, normalized=normalized)
+    calls = []
+
+    def lap(F):
+        calls.append(1)
+        return L @ F
+
+    counts = count_passes(monkeypatch, X)
+    sol = lapsvm_newton(X, T, labeled, lap, gamma_A=GA, gamma_I=GI, scale=1.0 / np.trace(L),
+                        tol=1e-8, gradient_check=check, keep_laplacian_decision=keep)
+    cg = sol.state["cg_iter"]
+    assert sol.converged and cg > sol.n_iter > 1
+    assert len(calls) == counts["X"] == cg + check  # before: cg + 1 + check
+    # Xᵀ: the CG's products, at most one first residual per Newton step, the check's one
+    assert cg <= counts["XT"] <= cg + sol.n_iter + check
+    np.testing.assert_allclose(sol.decision, dense(X) @ sol.coef.T + sol.intercept,
+                               rtol=1e-9, atol=1e-11)
+    assert ("laplacian_decision" in sol.state) == (keep or not check)
+    if keep:  # L^p of the recomputed decision values
+        np.testing.assert_allclose(sol.state["laplacian_decision"], L @ sol.decision,
+                                   rtol=1e-12, atol=1e-14)
+    if check:
+        assert sol.residual < 1e-6
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_start_on_the_balance_constraint(normalized, fit_intercept, monkeypatch):
+    """With ``balance`` the start w = 0 moves to b = r along the bias: f = b 1 needs no pass
+    over X, but L^p f does need its graph pass (L^p 1 ≠ 0 for the normalised Laplacian);
+    without an intercept the start moves along c (w ≠ 0): one pass of each. The kept f and
+    L^p f give the objective of the returned point recomputed from scratch."""
+    newton = importlib.import_module("linlap.solvers.lapsvm_newton")
+    X, L, labeled, T = random_problem(n=60, d=15, l=20, k=2, seed=4, normalized=normalized)
+    unl = np.setdiff1d(np.arange(X.shape[0]), labeled)
+    calls, at_first_cg = [], []
+
+    def lap(F):
+        calls.append(1)
+        return L @ F
+
+    counts = count_passes(monkeypatch, X)
+    solve = newton._solve_columns
+
+    def first_cg(*args, **kwargs):
+        if not at_first_cg:
+            at_first_cg.append((len(calls), counts["X"]))
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(newton, "_solve_columns", first_cg)
+    kw = dict(gamma_A=GA, gamma_I=GI, scale=1.0 / np.trace(L), fit_intercept=fit_intercept,
+              balance=np.array([-0.3, 0.2]), unlabeled_rows=unl)
+    sol = lapsvm_newton(X, T, labeled, lap, tol=1e-8, gradient_check=False, **kw)
+    assert at_first_cg[0] == ((1, 0) if fit_intercept else (1, 1))
+    J = lapsvm_objective(X, T, labeled, lambda F: L @ F, sol.coef, sol.intercept,
+                         **{key: kw[key] for key in ("gamma_A", "gamma_I", "scale")})
+    np.testing.assert_allclose(sol.state["objective"], J, rtol=1e-10)
+    np.testing.assert_allclose(sol.decision[unl].mean(axis=0), [-0.3, 0.2], atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["csr64", "csr32", "csr64-int64", "dense", "coo"])
+def test_unlabeled_mean_without_copying_rows(kind):
+    """The balance constraint's gradient c = [mean of the unlabeled rows; 1], computed as
+    Xᵀ v (v the indicator of U over u), equals the mean of the rows picked out."""
+    from linlap.solvers._problem import unlabeled_mean
+
+    rng = np.random.default_rng(5)
+    X = random_design(300, 40, rng, sparse=True, density=0.2)
+    rows = rng.permutation(300)[:170]  # unsorted, more than half the rows
+    expected = X[rows].toarray().mean(axis=0)
+    if kind == "csr32":
+        X = X.astype(np.float32)
+        expected = X[rows].toarray().astype(np.float64).mean(axis=0)
+    elif kind == "csr64-int64":
+        X.indices, X.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    elif kind == "dense":
+        X = X.toarray()
+    elif kind == "coo":
+        X = X.tocoo()
+    for few in (rows, rows[:20]):
+        want = expected if few is rows else dense(X.tocsr() if kind == "coo" else X)[few]\
+            .astype(np.float64).mean(axis=0)
+        c = unlabeled_mean(X, few)
+        assert c.shape == (41,) and c.dtype == np.float64 and c[-1] == 1.0
+        np.testing.assert_allclose(c[:-1], want, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(unlabeled_mean(X, few, fit_intercept=False), c[:-1],
+                                   rtol=1e-15, atol=0)
+    for bad in ([0, 300], [-1, 2]):
+        with pytest.raises(ValueError, match="unlabeled_rows"):
+            unlabeled_mean(X, np.array(bad))
+
+
 def test_gamma_I_zero_is_supervised_l2svm():
     """Without the graph term: the supervised (1/l) Σ max(0, 1−yf)² + γ_A‖w‖² on l rows."""
     X, L, labeled, T = random_problem(k=2, seed=9)

@@ -480,7 +480,47 @@ def test_tight_redo_reuses_the_true_residual(sparse, fit_intercept, weighted, mo
                         scale=1 / np.trace(L), fit_intercept=fit_intercept, tol=1e-8,
                         row_weights=W)
     assert sol.converged and sol.residual < 1e-6
-    assert len(checked) == sol.n_iter and len(passes) < sol.n_iter
+    # (the last pass is the final gradient check's, from the recomputed f and L^p f)
+    assert len(checked) == sol.n_iter and len(passes) - 1 < sol.n_iter
+
+
+@pytest.mark.parametrize("solver,fraction", [(s3vm_annealing, 0.4), (s3vm_annealing, "blend"),
+                                             (s3vm_switching, "start")])
+def test_solves_start_from_the_previous_solves_passes(solver, fraction, monkeypatch):
+    """Every finite Newton solve after the first starts from the previous one's f and L^p f
+    (updated by a loose solve, recomputed by a tight one's final check and kept), the
+    first from w = 0 without a pass, and the objectives use the kept L^p f: the graph
+    products — and the passes over X — are the CG iterations plus one per tight solve
+    (its check)."""
+    s3 = importlib.import_module("linlap.solvers.s3vm")
+    csr = importlib.import_module("linlap._numba.csr")
+    X, L, labeled, unlabeled, T, rng = problem(n=80, d=12, l=10, seed=3)
+    calls, checks, passes = [], [], []
+
+    def lap(F):
+        calls.append(1)
+        return L @ F
+
+    newton, matmat = s3.lapsvm_newton, csr.csr_matmat
+
+    def counting_newton(*args, **kwargs):
+        checks.append(kwargs["gradient_check"])
+        return newton(*args, **kwargs)
+
+    def counting_matmat(indptr, *args, **kwargs):
+        passes.append(indptr is X.indptr)
+        return matmat(indptr, *args, **kwargs)
+
+    monkeypatch.setattr(s3, "lapsvm_newton", counting_newton)
+    monkeypatch.setattr(csr, "csr_matmat", counting_matmat)
+    sol = solver(X, T, labeled, unlabeled, lap, gamma_A=1e-3, gamma_I=0.5, gamma_U=1.0,
+                 scale=1 / np.trace(L), positive_fraction=fraction)
+    tight = sum(checks)
+    assert len(checks) == sol.state["n_solves"] and 2 <= tight < len(checks)
+    assert len(calls) == sum(passes) == sol.state["cg_iter"] + tight
+    # the returned f is X̃ z of the returned coefficients
+    np.testing.assert_allclose(sol.decision, dense(X) @ sol.coef.T + sol.intercept,
+                               rtol=1e-9, atol=1e-11)
 
 
 def test_annealing_stops_once_labels_are_hard_on_few_rows():

@@ -598,14 +598,42 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
     # -- predict ------------------------------------------------------------------------
     def decision_function(self, X):
         """Decision values ``X w + b`` (a dask array for a dask array X). X with values of
-        magnitude above 1e30 is refused, as in ``fit``."""
+        magnitude above 1e30 is refused, as in ``fit``.
+
+        A CSR X of float32 or float64 values goes through the solvers' numba kernel
+        (:func:`linlap._numba.csr.csr_matmat`: threaded over the rows, X read in its own
+        dtype with float64 sums — scipy would copy float32 values to float64 first);
+        other inputs through scikit-learn's ``X @ coef_.T + intercept_``.
+        """
         if is_dask_array(X):
             return dask_decision_function(self, X)
         if sp.issparse(X):
             X = X.tocsr()  # what the prediction converts to anyway (DOK, LIL have no .data)
         if (sp.issparse(X) or isinstance(X, np.ndarray)) and np.issubdtype(X.dtype, np.number):
             check_extreme_values(X)  # as fit does: such values give absurd or NaN scores
-        return check_finite_scores(super().decision_function(X))
+        if not (sp.issparse(X) and X.dtype in (np.float32, np.float64)
+                and X.indices.dtype == X.indptr.dtype):
+            return check_finite_scores(super().decision_function(X))
+        from sklearn.utils.validation import check_is_fitted
+
+        from .._numba.csr import csr_matmat
+
+        # scikit-learn's checks (fitted, feature count and names; a CSR float matrix
+        # comes back as it is) but for the finite values, which the scores check instead:
+        # a NaN in X makes its row's score NaN (the kernel keeps IEEE NaN semantics), and
+        # non-finite scores go through the scikit-learn path, which raises its own error
+        # (NaN in X) or check_finite_scores' (overflow) — one pass over X less
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", reset=False, ensure_all_finite=False)
+        W = np.ascontiguousarray(np.atleast_2d(self.coef_).T, dtype=np.float64)
+        k = W.shape[1]
+        b = np.ascontiguousarray(np.broadcast_to(np.asarray(self.intercept_, dtype=np.float64),
+                                                 (k,)))
+        scores = np.empty((X.shape[0], k))
+        csr_matmat(X.indptr, X.indices, X.data, W, b, True, scores, work=X.nnz * k)
+        if not np.all(np.isfinite(scores)):
+            return check_finite_scores(super().decision_function(X))
+        return scores.reshape(-1) if k == 1 else scores
 
     def predict(self, X):
         """Predicted class labels (a dask array for a dask array X)."""

@@ -11,7 +11,8 @@ import scipy.sparse as sp
 from .._validation import is_finite_number
 
 __all__ = ["LinearSolution", "check_rows_and_targets", "check_weights", "check_problem",
-           "unlabeled_mean", "pm1_targets", "predict_index", "laplacian_of_ones"]
+           "unlabeled_mean", "rows_transpose_product", "pm1_targets", "predict_index",
+           "laplacian_of_ones"]
 
 #: L^p 1 counts as zero (bias free of the graph term) below this fraction of
 #: ‖L^p r‖ for a random ±1 vector r of the same norm: only round-off is left then.
@@ -103,12 +104,44 @@ def unlabeled_mean(X, unlabeled_rows, fit_intercept=True):
     """Gradient ``c`` of the class-balance constraint ``(1/u) Σ_{i∈U} f_i = r``.
 
     ``c = [mean of the unlabeled rows; 1]`` so that ``cᵀ z`` is the mean decision
-    value over U. Computed as one sparse product, never densifying X.
+    value over U. Computed as ``Xᵀ v``, v the indicator of U divided by u: one pass over
+    X (:func:`rows_transpose_product`), never densifying X or copying its rows.
     """
-    u = len(unlabeled_rows)
-    weights = np.full(u, 1.0 / u)
-    c = np.asarray(X[unlabeled_rows].T @ weights).ravel()
+    rows = np.asarray(unlabeled_rows)
+    if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
+        raise ValueError("unlabeled_rows must be a 1-D array of row indices.")
+    n, u = X.shape[0], rows.size
+    if u and (rows.min() < 0 or rows.max() >= n):
+        raise ValueError(f"unlabeled_rows must be indices in [0, {n}).")
+    v = np.bincount(rows.astype(np.intp), minlength=n) * (1.0 / u)
+    c = rows_transpose_product(X, v)
     return np.append(c, 1.0) if fit_intercept else c
+
+
+def rows_transpose_product(X, v):
+    """``Xᵀ v`` of shape (d,) for a float64 vector v over the n rows of X.
+
+    For a CSR X with float32 or float64 values: one threaded numba pass over its
+    arrays, read in their own dtype (no transposed or float64 copy; the rows where
+    ``v`` is 0 are skipped), sums in float64 — the kernel of the solvers' ``Xᵀ U``
+    passes. Other inputs: numpy / scipy.
+    """
+    from .normal_operator import BLOCK_MEMORY, _is_fast_csr
+
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    if not _is_fast_csr(X):
+        return np.asarray(X.T @ v, dtype=np.float64).ravel()
+    from numba import get_num_threads
+
+    from .._numba.csr import csr_rmatmat_blocks, row_blocks
+
+    d = X.shape[1]
+    bounds = row_blocks(X.indptr, max(1, min(get_num_threads(), BLOCK_MEMORY // max(1, 8 * d))))
+    nb = bounds.size - 1
+    buf, colsum = np.empty((nb, d, 1)), np.empty((nb, 1))
+    csr_rmatmat_blocks(X.indptr, X.indices, X.data, v.reshape(-1, 1), bounds, buf, colsum,
+                       work=X.nnz)
+    return buf[:, :, 0].sum(axis=0)
 
 
 def pm1_targets(y_idx, n_classes):

@@ -214,6 +214,7 @@ def lapsvm_newton(
     base_operator=None,
     gradient_check=True,
     init_decision=None,
+    keep_laplacian_decision=False,
 ):
     """Minimise the linear LapSVM (squared hinge) objective by finite Newton.
 
@@ -300,10 +301,13 @@ def lapsvm_newton(
         ``row_mean(rows)``, built with the same ``fit_intercept`` — e.g.
         :class:`linlap.distributed.DistributedNormalOperator` (X on Dask workers).
     gradient_check : bool, default=True
-        Recompute the decision values from the final z and the relative gradient norm
-        (one more product with the operator and two right-hand sides). False: return
-        the decision values the Newton steps updated and ``residual = nan`` — for
-        callers that solve many warm-started problems and use only the last residual
+        Recompute the decision values from the final z (one pass over X), their
+        ``L^p f`` (one graph pass) and the relative gradient norm from those (one Xᵀ
+        pass; with a distributed ``base_operator`` a product from the decision values
+        and two right-hand sides) — independent of the f and L^p f the Newton steps
+        updated, so that their drift cannot hide. False: return the decision values the
+        Newton steps updated and ``residual = nan`` — for callers that solve many
+        warm-started problems and use only the last residual
         (:func:`linlap.solvers.s3vm.s3vm_annealing`); ``state`` then also holds
         ``laplacian_decision``, ``L^p`` of those decision values (None without a graph
         term).
@@ -311,6 +315,14 @@ def lapsvm_newton(
         ``F = X̃ z`` and ``L^p F`` of ``init``'s coefficients on this X and graph —
         a previous solve's ``decision`` and ``state['laplacian_decision']`` — to start
         from without their passes. Ignored with ``balance`` (the start moves then).
+        Without it a start at ``w = 0`` (the default) needs no pass either:
+        ``f = b 1``, and ``L^p f = 0`` when also ``b = 0`` (else one graph pass:
+        ``L^p 1 ≠ 0`` for the normalised Laplacian).
+    keep_laplacian_decision : bool, default=False
+        With ``gradient_check``: keep the recomputed ``L^p f`` of the returned decision
+        values in ``state['laplacian_decision']`` too, for a next solve's
+        ``init_decision`` (an (n, k) array a fitted estimator should not hold; always
+        kept without the check; never with a distributed ``base_operator``).
 
     Returns
     -------
@@ -319,8 +331,9 @@ def lapsvm_newton(
         gradient norm ``‖∇J(z)‖ / ‖∇J(0)‖`` (with ``balance``, of the gradient's
         component orthogonal to ``c``, which vanishes at the constrained optimum).
         ``state`` holds ``cg_iter`` (total CG iterations), ``objective`` (J per
-        column) and ``Z1`` (constraint columns, for warm starts); ``history`` the
-        total objective after each step.
+        column), ``Z1`` (constraint columns, for warm starts) and, without the gradient
+        check or with ``keep_laplacian_decision``, ``laplacian_decision``; ``history``
+        the total objective after each step.
     """
     if base_operator is None:
         Y, rows = check_problem(X, targets, labeled_rows, gamma_A=gamma_A, gamma_I=gamma_I,
@@ -409,6 +422,16 @@ def lapsvm_newton(
         if lap is not None:
             LF = (lap(F) if init_decision[1] is None
                   else np.array(init_decision[1], dtype=np.float64).reshape(n, k))
+    elif not Z[:d].any():
+        # w = 0 (a cold start, possibly moved onto the balance constraint along the
+        # bias): f = b 1 without a pass over X, and L^p f = 0 without a graph pass when
+        # b = 0 too — only then: L^p 1 ≠ 0 for the normalised Laplacian
+        F = np.zeros((n, k))
+        if fit_intercept:
+            F += Z[d]
+        LF = None
+        if lap is not None:
+            LF = lap(F) if F.any() else np.zeros((n, k))
     else:
         F = operator().decision(Z)
         LF = lap(F) if lap is not None else None
@@ -574,10 +597,19 @@ def lapsvm_newton(
         state["laplacian_decision"] = LF
         return LinearSolution(coef, intercept, F, n_iter, float("nan"), converged, state,
                               history)
-    # Final decision values and the relative gradient norm (one more shared matvec).
+    # Final decision values and the relative gradient norm, from f = X̃ z and L^p f
+    # recomputed (one pass over X, one graph pass) — not from the f and L^p f the steps
+    # updated, whose accumulated round-off this check is there to catch — then kept.
     op = operator(mask=active(Y, O, np.arange(k))[1])
     F = op.decision(Z)
-    grad = op.apply_to_decision(F, Z) - op.rhs(Y)  # = (l/2) ∇J
+    if base_operator is None:
+        LF = lap(F) if lap is not None else None
+        # (l/2) ∇J = A z − B = −(B − A z) from f and L^p f: one Xᵀ pass (B on it too)
+        grad = -op.rhs_and_residual(Y, F, LF, Z)[1]
+        if keep_laplacian_decision:
+            state["laplacian_decision"] = LF
+    else:
+        grad = op.apply_to_decision(F, Z) - op.rhs(Y)  # = (l/2) ∇J
     g0 = np.linalg.norm(operator().rhs(Y), axis=0)  # (l/2) ‖∇J(0)‖: every row active at 0
     if c is not None:
         grad -= np.outer(c, (c @ grad) / (c @ c))

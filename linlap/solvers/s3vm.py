@@ -402,10 +402,13 @@ class _Solver:
         tol = self.tol if tol is None else tol
         kw = self.kw if gamma_A is None else dict(self.kw, gamma_A=gamma_A)
         # the loose solves while annealing: no final gradient check (its residual is
-        # never reported; it costs a product and two passes over X per solve)
-        kw = dict(kw, gradient_check=tol <= self.tol)
+        # never reported; it costs a pass over X, a graph pass and one or two Xᵀ passes
+        # per solve); the tight ones keep the L^p f their check recomputes
+        kw = dict(kw, gradient_check=tol <= self.tol, keep_laplacian_decision=True)
         if init is not None and "laplacian_decision" in init.state:
-            # a loose solve's f and L^p f: the next solve starts without their passes
+            # the previous solve's f and L^p f (updated by a loose solve, recomputed by a
+            # tight one's check): the next solve and the objective start without their
+            # passes
             kw["init_decision"] = (init.decision, init.state["laplacian_decision"])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
