@@ -73,6 +73,94 @@ def test_exact_blocked_search_matches_unblocked(X_small, monkeypatch):
     np.testing.assert_array_equal(g.distances_, g_ref.distances_)
 
 
+def reference_knn(X, k):
+    """Plain dense reference of the exact search: for every non-empty row, all the other
+    non-empty rows by decreasing cosine similarity, ties (similarities within 1e-12) by
+    index; the first k of them (-1 for empty rows). Also the similarities."""
+    D = (X.toarray() if sp.issparse(X) else np.asarray(X)).astype(np.float64)
+    C = normalize(D) @ normalize(D).T
+    nonempty = np.flatnonzero(np.any(D != 0, axis=1))
+    ind = np.full((D.shape[0], k), -1)
+    for i in nonempty:
+        cand = nonempty[nonempty != i]
+        s = C[i, cand]
+        by_sim = np.argsort(-s, kind="stable")
+        # runs of similarities within 1e-12 of the previous one are one tie group
+        group = np.r_[0, np.cumsum(np.diff(-s[by_sim]) > search_mod.TIE_TOL)]
+        order = by_sim[np.lexsort((cand[by_sim], group))]
+        ind[i] = cand[order[:k]]
+    return ind, C
+
+
+def check_against_reference(neighbors, distances, X, k):
+    ref, C = reference_knn(X, k)
+    np.testing.assert_array_equal(neighbors < 0, ref < 0)  # the empty rows
+    tol = search_mod.TIE_TOL
+    for i in np.flatnonzero(ref[:, 0] >= 0):
+        sims = C[i, neighbors[i]]
+        np.testing.assert_allclose(distances[i], search_mod.cos_to_dist(sims), atol=1e-7)
+        if C[i, ref[i, -1]] > tol:
+            np.testing.assert_array_equal(neighbors[i], ref[i])
+        else:  # rows sharing no term fill the last places, in an unspecified choice
+            head = C[i, ref[i]] > tol
+            np.testing.assert_array_equal(neighbors[i][head], ref[i][head])
+            tail = neighbors[i][~head]
+            assert np.all(C[i, tail] <= tol) and np.unique(neighbors[i]).size == k
+            assert i not in tail and np.all(ref[tail, 0] >= 0)  # not empty either
+
+
+def reference_problems():
+    """Random nonnegative problems: integer counts (tied similarities) and real values,
+    some rows duplicated, some empty, some sharing no term with many others."""
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        sparse = seed % 3 == 2  # few terms a row: many rows share none with a row
+        n, d = int(rng.integers(20, 90)), int(rng.integers(30, 90) if sparse else
+                                               rng.integers(3, 30))
+        density = float(rng.uniform(0.02, 0.06) if sparse else rng.uniform(0.08, 0.5))
+        X = sp.random(n, d, density=density, random_state=seed, format="csr")
+        if seed % 2 == 0:
+            X.data = np.ceil(X.data * 3)  # counts 1..3
+        X = X.tolil()
+        X[rng.choice(n, 3, replace=False), :] = 0  # empty rows
+        X = X.tocsr()
+        X = sp.vstack([X, X[rng.integers(0, n, n // 4)]]).tocsr()  # duplicates
+        n_ok = np.count_nonzero(np.diff(X.indptr))
+        yield seed, X, int(rng.integers(1, min(12, n_ok - 1)))
+
+
+@pytest.mark.filterwarnings("ignore:.*rows of X are empty")
+@pytest.mark.parametrize("fmt", ["csr", "dense", "csr float32"])
+@pytest.mark.parametrize("blocks", ["one", "many"])
+def test_exact_search_matches_dense_reference(fmt, blocks, monkeypatch):
+    if blocks == "many":  # small blocks (not dividing n) on two threads
+        monkeypatch.setattr(search_mod, "EXACT_MEMORY_BUDGET", 24 * 100 * 7)
+    for seed, X, k in reference_problems():
+        data = {"csr": X, "dense": X.toarray(), "csr float32": X.astype(np.float32)}[fmt]
+        g = KNNGraph(n_neighbors=k, algorithm="exact", n_jobs=2 if blocks == "many" else None
+                     ).fit(data)
+        check_against_reference(g.neighbors_, g.distances_, data, k)
+
+
+def test_similarity_blocks_are_those_of_the_products():
+    # the sparse blocks are summed in the order of scipy's product: the same bits (so
+    # the graph is that of the former search by scipy's product)
+    for seed, X, _ in reference_problems():
+        Xn, _ = search_mod.prepare_input(X)
+        XT = search_mod.transpose(Xn)
+        rows = np.random.default_rng(seed).integers(0, X.shape[0], 9)
+        np.testing.assert_array_equal(search_mod.similarity_block(Xn, rows, XT),
+                                      (Xn[rows] @ XT).toarray())
+        # query rows against other rows (a block pair of the distributed search)
+        Q, ET = Xn[:20], search_mod.transpose(Xn[20:])
+        np.testing.assert_array_equal(search_mod.similarity_block(Q, np.arange(20), ET),
+                                      (Q @ ET).toarray())
+        D = Xn.toarray()
+        out = np.full((rows.size, X.shape[0]), np.nan)
+        assert search_mod.similarity_block(D, rows, D.T, out=out) is out
+        np.testing.assert_array_equal(out, D[rows] @ D.T)
+
+
 def test_user_X_not_modified(X_small):
     X = X_small.copy()
     X.data *= 3.0  # unnormalised rows
@@ -139,6 +227,56 @@ def test_weight_formulas_by_hand(X_small):
             assert g_heat.adjacency_[i, j] == pytest.approx(np.exp(-d2 / (2 * 0.7 ** 2)))
             assert g_auto.adjacency_[i, j] == pytest.approx(np.exp(-d2 / (2 * sigma ** 2)))
             assert g_cos.adjacency_[i, j] == pytest.approx(C[i, j])
+
+
+def weights_by_coo(neighbors, distances, weight, heat_sigma, symmetrize):
+    """The former construction of W (COO, a transposed copy): the reference of the
+    direct CSR one."""
+    n, k = neighbors.shape
+    cols = neighbors.ravel()
+    edge = cols >= 0
+    rows = np.repeat(np.arange(n), k)[edge]
+    cols, dist = cols[edge], distances.ravel()[edge]
+    sigma = None
+    if weight == "binary":
+        w = np.ones(cols.size)
+    elif weight == "heat":
+        sigma = heat_sigma
+        if heat_sigma is None:
+            sigma = float(np.mean(dist)) if dist.size else 1.0
+            sigma = sigma if sigma > 0 else 1.0
+        w = np.exp(-(dist ** 2) / (2.0 * sigma * sigma))
+    else:
+        w = np.maximum(0.0, 1.0 - 0.5 * dist ** 2)
+    A = sp.csr_matrix((w, (rows, cols)), shape=(n, n))
+    AT = sp.csr_matrix(A.T)
+    W = sp.csr_matrix(A.maximum(AT) if symmetrize == "union" else A.minimum(AT))
+    W.eliminate_zeros()
+    W.sort_indices()
+    return W, sigma
+
+
+@pytest.mark.parametrize("weight, heat_sigma", [("binary", None), ("heat", None),
+                                                ("heat", 0.3), ("cosine", None)])
+@pytest.mark.parametrize("symmetrize", ["union", "mutual"])
+def test_weights_matrix_same_bits_as_coo_construction(X_small, weight, heat_sigma,
+                                                      symmetrize):
+    from linlap.graph.weights import weights_matrix
+
+    g = KNNGraph(n_neighbors=8, power=1).fit(X_small)
+    nb, dist = g.neighbors_.copy(), g.distances_.copy()
+    nb[[4, 50]], dist[[4, 50]] = -1, np.inf  # as the rows of empty documents
+    dist[7, 0] = dist[7, 1] = 0.0  # duplicates
+    # full lists, column slices (as subgraph passes them), all rows or some empty
+    for a, b in [(g.neighbors_, g.distances_), (nb, dist), (nb[:, :3], dist[:, :3]),
+                 (g.neighbors_[:, :5], g.distances_[:, :5])]:
+        W, sigma = weights_matrix(a, b, weight, heat_sigma, symmetrize)
+        R, sigma_ref = weights_by_coo(a, b, weight, heat_sigma, symmetrize)
+        assert sigma == sigma_ref
+        for name in ("indptr", "indices", "data"):
+            x, y = getattr(W, name), getattr(R, name)
+            assert x.dtype == y.dtype
+            np.testing.assert_array_equal(x, y)
 
 
 def test_cosine_weight_clipped_at_zero():
@@ -373,6 +511,46 @@ def test_svd_space_full_rank_matches_tfidf(X_small):
     assert "svd" in g.build_time_
     g_low = KNNGraph(weight="binary", power=1, n_neighbors=5, space="svd", n_components=5, random_state=0).fit(X_small)
     assert (g_low.neighbors_ != g0.neighbors_).any()
+
+
+def svd_by_fit_then_transform(Y, n_components, svd_sample, rng, chunk):
+    """The former SVD embedding: fit (on the sample), then transform of every row."""
+    from sklearn.decomposition import TruncatedSVD
+
+    n = Y.shape[0]
+    fit_rows = np.arange(n) if n <= svd_sample else np.sort(
+        rng.choice(n, size=svd_sample, replace=False))
+    svd = TruncatedSVD(n_components, algorithm="randomized",
+                       random_state=rng.randint(np.iinfo(np.int32).max))
+    svd.fit(Y[fit_rows] if fit_rows.size < n else Y)
+    E = np.vstack([svd.transform(Y[s:s + chunk]) for s in range(0, n, chunk)])
+    search_mod.normalize_embedding(E)
+    return E
+
+
+@pytest.mark.parametrize("chunk", [100_000, 37])
+@pytest.mark.parametrize("svd_sample", [1000, 50])
+def test_svd_embedding_projects_once(X_small, chunk, svd_sample, monkeypatch):
+    from sklearn.decomposition import TruncatedSVD
+
+    Xn, _ = search_mod.prepare_input(X_small)
+    n = Xn.shape[0]
+    calls = []
+    transform = TruncatedSVD.transform
+    monkeypatch.setattr(TruncatedSVD, "transform",
+                        lambda self, X: calls.append(X.shape[0]) or transform(self, X))
+    monkeypatch.setattr(search_mod, "SVD_CHUNK", chunk)
+    for Y in (Xn, Xn.toarray()):
+        calls.clear()
+        E = search_mod.svd_embedding(Y, 6, svd_sample, np.random.RandomState(0), False)
+        # with every row in the sample, the fit's own projection is the embedding
+        # (except dense rows in several chunks: the chunks are projected as before)
+        once = svd_sample >= n and (sp.issparse(Y) or chunk >= n)
+        assert calls == ([] if once else [min(chunk, n - s) for s in range(0, n, chunk)])
+        calls.clear()
+        ref = svd_by_fit_then_transform(Y, 6, svd_sample, np.random.RandomState(0), chunk)
+        np.testing.assert_array_equal(E, ref)  # the same bits as before
+        assert E.flags.c_contiguous and E.dtype == np.float64
 
 
 # ----------------------------------------------------------------------------

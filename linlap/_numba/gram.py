@@ -11,7 +11,7 @@ from numba import njit, prange
 from .dispatch import ROW_SUM_FASTMATH, threaded
 
 __all__ = ["transform_block", "sparse_gram", "sparse_gram_sym", "sparse_product",
-           "gram_matvec"]
+           "sparse_dot_rows", "gram_matvec"]
 
 #: products K V with fewer multiply-adds run on the calling thread: waking the workers
 #: costs more than such a product (much more on a machine whose cores are busy)
@@ -64,6 +64,19 @@ def sparse_gram(a_indptr, a_indices, a_data, a2, bt_indptr, bt_indices, bt_data,
                              bt_data, acc)
             for j in range(nb):
                 out[i, j] = _transform(acc[j], a2[i], b2[j], kind, gamma, degree, coef0)
+
+
+@njit(cache=True, nogil=True)
+def sparse_dot_rows(rows, a_indptr, a_indices, a_data, bt_indptr, bt_indices, bt_data, out):
+    """out[t, j] = a_{rows[t]} · b_j for every row j of B (Bᵀ given in CSR).
+
+    Serial and without the GIL: the exact kNN search (:mod:`linlap.graph.search`) runs
+    one row block per thread of its own. Each dot product is summed over the features
+    of ``a_{rows[t]}`` in their stored order, as scipy's sparse product sums it.
+    """
+    for t in range(rows.shape[0]):
+        _sparse_row_dots(rows[t], a_indptr, a_indices, a_data, bt_indptr, bt_indices,
+                         bt_data, out[t])
 
 
 @njit(parallel=True, cache=True, nogil=True)

@@ -2,12 +2,13 @@
 blocked dot products, pynndescent with exact repair, the SVD space and the sampled recall.
 
 Every function works on row-normalised (unit) rows and reports distances as
-``d = sqrt(max(0, 2 - 2 cos))``. pynndescent (and with it numba) is imported only when
-the approximate search runs.
+``d = sqrt(max(0, 2 - 2 cos))``. pynndescent is imported only when the approximate
+search runs, numba when a search over sparse rows runs.
 """
 
 import contextlib
 import sys
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -18,13 +19,15 @@ from sklearn.preprocessing import normalize
 from .._progress import progress
 
 __all__ = ["prepare_input", "svd_embedding", "normalize_embedding", "exact_knn",
-           "top_k_similarities", "pair_distances",
+           "similarity_block", "top_k_similarities", "pair_distances",
            "approximate_search", "sampled_recall", "effective_n_jobs", "log"]
 
 # Bytes allowed for the dense similarity block of the exact search (all
 # worker threads together).  Bounds memory independently of n.
 EXACT_MEMORY_BUDGET = 256 * 2**20
 MAX_BLOCK_ROWS = 4096
+# Rows projected on the SVD's components at a time (bounds the copy of a CSR row slice).
+SVD_CHUNK = 100_000
 # Squared distances below this are rounding noise of 2 - 2 cos: duplicates.
 DUP_D2 = 1e-12
 # Set by KNNGraph itself; letting nndescent_kwds override them would silently
@@ -123,8 +126,10 @@ def svd_embedding(Xn, n_components, svd_sample, rng, verbose):
 
     The SVD is fitted on at most ``svd_sample`` random rows (the leading
     directions of a large corpus are estimated as well from a sample, at a
-    fraction of the cost) and applied to all rows in chunks, so the extra
-    memory is the n × n_components embedding.
+    fraction of the cost) and applied to all rows in chunks of ``SVD_CHUNK``, so the
+    extra memory is the n × n_components embedding. When the sample is every row, the
+    fit's own projection of the rows is the embedding (sparse rows, or dense rows in
+    one chunk).
     """
     from sklearn.decomposition import TruncatedSVD
 
@@ -136,13 +141,20 @@ def svd_embedding(Xn, n_components, svd_sample, rng, verbose):
              f"{n} rows")
     svd = TruncatedSVD(n_components=n_components, algorithm="randomized",
                        random_state=rng.randint(np.iinfo(np.int32).max))
-    svd.fit(Xn[fit_rows] if fit_rows.size < n else Xn)
-    E = np.empty((n, n_components), dtype=np.float64)
-    chunk = 100_000
-    for start in range(0, n, chunk):
-        E[start:start + chunk] = svd.transform(Xn[start:start + chunk])
-        if verbose and n > chunk:
-            log(f"  projected {min(start + chunk, n)}/{n} rows")
+    if fit_rows.size == n and (sp.issparse(Xn) or n <= SVD_CHUNK):
+        # The fit projects the rows it is fitted on (X Vᵀ, exactly as ``transform``,
+        # since scikit-learn 0.24): with every row in the sample, that is the embedding,
+        # with no second projection. (Not for dense rows in several chunks, where BLAS
+        # may round a row differently in a chunk than in the whole product.)
+        E = np.ascontiguousarray(svd.fit_transform(Xn), dtype=np.float64)
+    else:
+        svd.fit(Xn[fit_rows] if fit_rows.size < n else Xn)
+        E = np.empty((n, n_components), dtype=np.float64)
+        for start in range(0, n, SVD_CHUNK):
+            stop = min(start + SVD_CHUNK, n)
+            E[start:stop] = svd.transform(Xn[start:stop] if stop - start < n else Xn)
+            if verbose and n > SVD_CHUNK:
+                log(f"  projected {stop}/{n} rows")
     n_zero = normalize_embedding(E)
     if n_zero:
         warnings.warn(f"{n_zero} rows have a zero SVD embedding; "
@@ -205,7 +217,6 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
     dist = np.empty((m, k), dtype=np.float64)
     if m == 0:
         return ind, dist
-    sparse = sp.issparse(X)
     if XT is None:
         XT = transpose(X)
     n_workers = max(1, min(n_jobs, m))
@@ -213,14 +224,17 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
     block = int(EXACT_MEMORY_BUDGET // (n_workers * 24 * n))
     block = max(1, min(MAX_BLOCK_ROWS, block, m))
     starts = list(range(0, m, block))
+    # one block of similarities per thread, reused: a fresh one per block would be
+    # page-faulted in again every time
+    buffers = threading.local()
 
     def work(start):
         r = rows[start:start + block]
         b = r.shape[0]
-        if sparse:
-            S = (X[r] @ XT).toarray()
-        else:
-            S = X[r] @ XT
+        buf = getattr(buffers, "S", None)
+        if buf is None:
+            buf = buffers.S = np.empty((block, n))
+        S = similarity_block(X, r, XT, out=buf[:b])
         S[np.arange(b), r] = -np.inf  # never our own neighbour
         top, sims = top_k_similarities(S, k)
         ind[start:start + b] = top
@@ -232,7 +246,8 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         results = map(work, starts)
         pool = None
     else:
-        pool = ThreadPoolExecutor(n_workers)  # scipy/BLAS release the GIL in the products
+        # numba (sparse X) and BLAS (dense X) release the GIL in the products
+        pool = ThreadPoolExecutor(n_workers)
         results = pool.map(work, starts)
     try:
         for b in results:
@@ -242,6 +257,47 @@ def exact_knn(X, k, rows=None, *, XT=None, n_jobs=1, verbose=False):
         if pool is not None:
             pool.shutdown()
     return ind, dist
+
+
+def similarity_block(A, rows, BT, out=None):
+    """The dense block ``A[rows] @ BT`` of dot products (cosine similarities of unit rows).
+
+    Parameters
+    ----------
+    A : csr_matrix or ndarray of shape (n_A, d)
+        Query rows (float64).
+    rows : ndarray of shape (b,), int64
+        The rows of A in the block.
+    BT : csr_matrix or ndarray of shape (d, n_B)
+        The candidate rows B, transposed as :func:`transpose` does (CSR when A is sparse);
+        ``transpose(A)`` for the similarities of A's rows among themselves.
+    out : ndarray of shape (b, n_B), float64, C-contiguous, optional
+        Where to write the block; a new array if None.
+
+    Returns
+    -------
+    S : ndarray of shape (b, n_B)
+        ``out`` when given.
+
+    Notes
+    -----
+    Sparse A: each row of the block is accumulated in place through the inverted index
+    BT (numba, serial, without the GIL, so that the search's threads run one block
+    each). scipy's sparse × sparse product and ``toarray`` took most of the exact
+    search's time: the blocks of a text corpus are mostly nonzero, and the product
+    builds them as CSR first. The sums run in the order of scipy's product (the
+    features of the query row in their stored order), so the similarities are the
+    same to the bit. Dense A: one BLAS product.
+    """
+    if out is None:
+        out = np.empty((rows.shape[0], BT.shape[1]))
+    if sp.issparse(A):
+        from .._numba.gram import sparse_dot_rows  # lazy: numba is slow to import
+
+        sparse_dot_rows(rows, A.indptr, A.indices, A.data, BT.indptr, BT.indices,
+                        BT.data, out)
+        return out
+    return np.matmul(A[rows], BT, out=out)
 
 
 def top_k_similarities(S, k):
