@@ -112,12 +112,11 @@ def _exact_sims(Q, qids, E, ids, k):
     ET = search.transpose(E) if sparse else E.T
     pos = np.minimum(np.searchsorted(ids, qids), n - 1)
     is_self = ids[pos] == qids
-    # the dense similarities, plus (sparse) the product's own CSR and argpartition's
-    # indices: about 32 bytes per entry
-    chunk = max(1, min(m, int(EXACT_BLOCK_BYTES // ((32 if sparse else 16) * n))))
+    # the dense similarities and argpartition's indices: about 16 bytes per entry
+    chunk = max(1, min(m, int(EXACT_BLOCK_BYTES // (16 * n))))
     for s in range(0, m, chunk):
-        S = Q[s:s + chunk] @ ET
-        S = S.toarray() if sp.issparse(S) else np.asarray(S)
+        # the in-memory search's block product (the same bits)
+        S = search.similarity_block(Q, np.arange(s, min(s + chunk, m)), ET)
         rows = np.flatnonzero(is_self[s:s + chunk])
         S[rows, pos[s:s + chunk][rows]] = -np.inf  # never our own neighbour
         top, sims = search.top_k_similarities(S, kk)  # the columns of E are in id order
