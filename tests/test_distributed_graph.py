@@ -190,6 +190,11 @@ def test_auto_space_is_the_in_memory_graph(client, corpus, sparse):
     np.testing.assert_allclose(g.distances_, ref.distances_, rtol=0, atol=1e-12)
     np.testing.assert_allclose(g.adjacency_.toarray(), ref.adjacency_.toarray(), atol=1e-12)
     assert g.scale_ == pytest.approx(ref.scale_, rel=1e-12)
+    if sparse:  # row blocks of both kinds (the layout check accepts them): the same lists
+        blocks = uneven_blocks(X, [90, 100, 260])
+        mixed = [b if i % 2 else b.toarray() for i, b in enumerate(blocks)]
+        g = fit_graph(KNNGraph(**params), as_dask(mixed))
+        np.testing.assert_array_equal(g.neighbors_, ref.neighbors_)
     # above exact_max_samples: the SVD space, as in memory
     small = dict(n_neighbors=5, n_components=10, algorithm="exact", exact_max_samples=300,
                  random_state=0)

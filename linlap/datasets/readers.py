@@ -59,8 +59,9 @@ def load_20newsgroups(path, subset="train", categories=None, remove=()):
     remove : tuple of {"headers", "footers", "quotes"}, default=()
         Parts of each post to strip, as ``sklearn.datasets.fetch_20newsgroups``
         strips them (its functions are used): ``"headers"`` everything before the
-        first blank line (From:, Subject:, Organization:, …), ``"footers"`` a
-        signature block after the last ``--`` line, ``"quotes"`` lines quoting
+        first blank line (From:, Subject:, Organization:, …), ``"footers"`` what
+        follows the last line that is blank or only dashes (a signature; a post
+        without one can lose its last paragraph), ``"quotes"`` lines quoting
         another post. Headers name the group and the poster, so a classifier (and
         its top feature weights) can lean on them rather than on the text.
 
@@ -144,6 +145,8 @@ def load_20newsgroups(path, subset="train", categories=None, remove=()):
 
 def _newsgroup_strippers(remove):
     """scikit-learn's functions for the parts named in ``remove``, in its order."""
+    if isinstance(remove, (tuple, list)) and not remove:
+        return []
     from sklearn.datasets import _twenty_newsgroups as tng
 
     kinds = {"headers": tng.strip_newsgroup_header, "footers": tng.strip_newsgroup_footer,

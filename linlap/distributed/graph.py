@@ -110,6 +110,8 @@ def _exact_sims(Q, qids, E, ids, k):
         return out_i, out_s
     sparse = sp.issparse(E)
     ET = search.transpose(E) if sparse else E.T
+    if sp.issparse(Q) != sparse:  # blocks of both kinds: the query block takes E's
+        Q = sp.csr_matrix(Q) if sparse else Q.toarray()
     pos = np.minimum(np.searchsorted(ids, qids), n - 1)
     is_self = ids[pos] == qids
     # the dense similarities and argpartition's indices: about 16 bytes per entry

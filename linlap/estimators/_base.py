@@ -601,8 +601,9 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         magnitude above 1e30 is refused, as in ``fit``.
 
         A CSR X of float32 or float64 values goes through the solvers' numba kernel
-        (:func:`linlap._numba.csr.csr_matmat`: threaded over the rows, X read in its own
-        dtype with float64 sums — scipy would copy float32 values to float64 first);
+        (:func:`linlap._numba.csr.csr_matmat`, on the calling thread, X read in its own
+        dtype with float64 sums — scipy would copy float32 values to float64 first;
+        the sums may differ from scipy's in the last bit);
         other inputs through scikit-learn's ``X @ coef_.T + intercept_``.
         """
         if is_dask_array(X):
@@ -630,7 +631,10 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
         b = np.ascontiguousarray(np.broadcast_to(np.asarray(self.intercept_, dtype=np.float64),
                                                  (k,)))
         scores = np.empty((X.shape[0], k))
-        csr_matmat(X.indptr, X.indices, X.data, W, b, True, scores, work=X.nnz * k)
+        # the serial build (work=0): a product bound by memory bandwidth gains little from
+        # threads, and numba's workqueue threading layer (without OpenMP or TBB) aborts the
+        # process when several Python threads call parallel kernels at once (servers do)
+        csr_matmat(X.indptr, X.indices, X.data, W, b, True, scores, work=0)
         if not np.all(np.isfinite(scores)):
             return check_finite_scores(super().decision_function(X))
         return scores.reshape(-1) if k == 1 else scores

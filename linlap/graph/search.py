@@ -294,6 +294,10 @@ def similarity_block(A, rows, BT, out=None):
     if sp.issparse(A):
         from .._numba.gram import sparse_dot_rows  # lazy: numba is slow to import
 
+        if not sp.issparse(BT) or BT.format != "csr" or BT.shape[0] != A.shape[1]:
+            raise ValueError("similarity_block needs BT = transpose(B), a CSR matrix with "
+                             "A's number of columns as rows.")
+
         sparse_dot_rows(rows, A.indptr, A.indices, A.data, BT.indptr, BT.indices,
                         BT.data, out)
         return out

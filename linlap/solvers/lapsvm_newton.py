@@ -303,7 +303,7 @@ def lapsvm_newton(
     gradient_check : bool, default=True
         Recompute the decision values from the final z (one pass over X), their
         ``L^p f`` (one graph pass) and the relative gradient norm from those (one Xᵀ
-        pass; with a distributed ``base_operator`` a product from the decision values
+        pass, plus one for the norm of the gradient at 0 that scales it; with a distributed ``base_operator`` a product from the decision values
         and two right-hand sides) — independent of the f and L^p f the Newton steps
         updated, so that their drift cannot hide. False: return the decision values the
         Newton steps updated and ``residual = nan`` — for callers that solve many
