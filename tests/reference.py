@@ -1,5 +1,7 @@
 """Dense reference solutions of the documented objectives (small problems only)."""
 
+from itertools import combinations
+
 import numpy as np
 
 
@@ -88,3 +90,25 @@ def semi_with_validation(y, n_lab, n_val, seed=0):
     yv = np.full(y.size, -1)
     yv[val] = y[val]
     return ys, yv
+
+
+def brute_force_mu(s, gamma_R):
+    """Exact minimiser of Σ μ_k s_k + γ_R‖μ‖² on the simplex by enumerating supports:
+    on a support S the stationary point is μ_S = (λ − s_S)/(2γ_R) with Σ μ_S = 1; keep the
+    feasible one of least objective (γ_R = 0: the best vertex)."""
+    m = len(s)
+    best, best_val = None, np.inf
+    if gamma_R == 0:
+        k = int(np.argmin(s))
+        return np.eye(m)[k]
+    for size in range(1, m + 1):
+        for S in combinations(range(m), size):
+            S = list(S)
+            lam = (2 * gamma_R + s[S].sum()) / size
+            mu = np.zeros(m)
+            mu[S] = (lam - s[S]) / (2 * gamma_R)
+            if np.all(mu >= -1e-15):
+                val = mu @ s + gamma_R * mu @ mu
+                if val < best_val:
+                    best, best_val = mu, val
+    return best

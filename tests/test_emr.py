@@ -1,7 +1,6 @@
 """EMRClassifier and its solver pieces: the μ step against a brute-force simplex
 minimiser, the combined operator and the alternation against dense references."""
 
-import itertools
 import pickle
 
 import numpy as np
@@ -15,29 +14,7 @@ from linlap.estimators.emr import candidate_graphs
 from linlap.solvers.emr import (combined_laplacian_matvec, laplacian_terms, mu_objective,
                                 pair_update, update_mu)
 
-from reference import blobs, dense_solution
-
-
-def brute_force_mu(s, gamma_R):
-    """Exact minimiser of Σ μ_k s_k + γ_R‖μ‖² on the simplex by enumerating supports:
-    on a support S the stationary point is μ_S = (λ − s_S)/(2γ_R) with Σ μ_S = 1; keep the
-    feasible one of least objective (γ_R = 0: the best vertex)."""
-    m = len(s)
-    best, best_val = None, np.inf
-    if gamma_R == 0:
-        k = int(np.argmin(s))
-        return np.eye(m)[k]
-    for size in range(1, m + 1):
-        for S in itertools.combinations(range(m), size):
-            S = list(S)
-            lam = (2 * gamma_R + s[S].sum()) / size
-            mu = np.zeros(m)
-            mu[S] = (lam - s[S]) / (2 * gamma_R)
-            if np.all(mu >= -1e-15):
-                val = mu_objective(mu, s, gamma_R)
-                if val < best_val:
-                    best, best_val = mu, val
-    return best
+from reference import blobs, brute_force_mu, dense_solution
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 4])

@@ -18,7 +18,6 @@ polish (the piecewise-quadratic / piecewise-linear J solved on the active set th
 solver found, kept only when consistent with it).
 """
 
-import itertools
 import warnings
 
 import numpy as np
@@ -38,7 +37,8 @@ from linlap.solvers.path import path_for_targets, path_reduction
 from linlap.solvers.s3vm import s3vm_annealing, s3vm_problem, s3vm_switching
 from linlap.estimators import lapsvm_path
 
-from reference import blobs, dense_solution, random_design, random_laplacian
+from reference import (blobs, brute_force_mu, dense_solution, random_design,
+                       random_laplacian)
 
 SPARSE = pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
 
@@ -682,21 +682,6 @@ def test_s3vm_mean_balance_final_point(sparse):
 # ======================================================================================
 # EMR: LapSVM base and a multi-class μ step against dense references
 # ======================================================================================
-def simplex_min(S, gamma_R):
-    """argmin_{μ ∈ simplex} μ·S + γ_R‖μ‖² by enumerating supports."""
-    m = len(S)
-    best, val = None, np.inf
-    for size in range(1, m + 1):
-        for sup in itertools.combinations(range(m), size):
-            sup = list(sup)
-            lam = (2 * gamma_R + S[sup].sum()) / size
-            mu = np.zeros(m)
-            mu[sup] = (lam - S[sup]) / (2 * gamma_R)
-            if np.all(mu >= -1e-15) and mu @ S + gamma_R * mu @ mu < val:
-                best, val = mu, mu @ S + gamma_R * mu @ mu
-    return best
-
-
 def emr_graphs(X):
     return [KNNGraph(n_neighbors=k, power=p, normalized=nz).fit(X)
             for k, p, nz in [(4, 1, True), (8, 2, True), (6, 1, False)]]
@@ -724,7 +709,7 @@ def emr_check(emr, Xd, ys, gA, gI, loss):
         F[:, c] = Xd @ z[:-1] + z[-1]
     S = np.array([gI * g.scale_ * np.sum(F * (Lk @ F)) for g, Lk in zip(emr.graphs_, Ls)])
     np.testing.assert_allclose(emr.smoothness_, S, rtol=1e-5)
-    np.testing.assert_allclose(emr.mu_, simplex_min(S, emr.gamma_R_), atol=1e-4)
+    np.testing.assert_allclose(emr.mu_, brute_force_mu(S, emr.gamma_R_), atol=1e-4)
 
 
 @SPARSE
