@@ -152,10 +152,10 @@ def save(model, path, *, keep_graph=False, compress=3, metadata=None):
         the file; the graph's parameters are kept, and so is ``transduction_``. The model object passed in
         is not modified. ``keep_graph=True`` saves everything.
     compress : int, default=3
-        joblib compression level (0: none). Compressing the graph is slow for little
-        gain: with ``keep_graph=True`` at 10⁵ rows (``make_text_corpus``, k = 50) a save
-        took 4.2–4.5 s for 134 MB at 3 and 0.2 s for 178 MB at 0, and loading 0.75–1.1 s
-        against 0.2 s; to keep a graph alone, :meth:`KNNGraph.save` (``.npz``) is faster still.
+        joblib compression level (0: none). With ``keep_graph=True`` on a large corpus,
+        compressing the graph's arrays costs far more time than it saves space (zlib on
+        mostly incompressible floats): pass ``compress=0``, or keep the graph apart with
+        :meth:`KNNGraph.save` (``.npz``).
     metadata : dict or None, default=None
         A few JSON values kept in the file's header line (at most about 4 kB in all),
         returned by ``load(path, with_metadata=True)``. ``linlap fit`` records there

@@ -126,17 +126,15 @@ def rows_transpose_product(X, v):
     ``v`` is 0 are skipped), sums in float64 — the kernel of the solvers' ``Xᵀ U``
     passes. Other inputs: numpy / scipy.
     """
-    from .normal_operator import BLOCK_MEMORY, _is_fast_csr
+    from .normal_operator import _is_fast_csr, row_block_bounds
 
     v = np.ascontiguousarray(v, dtype=np.float64)
     if not _is_fast_csr(X):
         return np.asarray(X.T @ v, dtype=np.float64).ravel()
-    from numba import get_num_threads
-
-    from .._numba.csr import csr_rmatmat_blocks, row_blocks
+    from .._numba.csr import csr_rmatmat_blocks
 
     d = X.shape[1]
-    bounds = row_blocks(X.indptr, max(1, min(get_num_threads(), BLOCK_MEMORY // max(1, 8 * d))))
+    bounds = row_block_bounds(X, 1)
     nb = bounds.size - 1
     buf, colsum = np.empty((nb, d, 1)), np.empty((nb, 1))
     csr_rmatmat_blocks(X.indptr, X.indices, X.data, v.reshape(-1, 1), bounds, buf, colsum,

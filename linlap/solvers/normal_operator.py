@@ -42,6 +42,18 @@ BLOCK_MEMORY = 2**28
 _EMPTY = np.empty(0)
 
 
+def row_block_bounds(X, n_columns, n_blocks=None):
+    """Row-block boundaries of a CSR X for the threaded ``Xᵀ U`` kernel (one block per
+    thread, fewer when the per-block d × n_columns sums would exceed ``BLOCK_MEMORY``)."""
+    from numba import get_num_threads
+
+    from .._numba.csr import row_blocks
+
+    nb = n_blocks if n_blocks is not None else get_num_threads()
+    nb = max(1, min(int(nb), BLOCK_MEMORY // max(1, X.shape[1] * n_columns * 8)))
+    return row_blocks(X.indptr, nb)
+
+
 def augmented_rows_T(X, U, fit_intercept):
     """Return ``X̃ᵀ U`` with ``X̃ = [X, 1]`` (or ``X`` alone), without densifying X."""
     XtU = X.T @ U
@@ -170,12 +182,7 @@ class NormalOperator:
             if self.keep_products and self.beta != 0:
                 ws["LF"] = np.empty(n * c)
             if self._fast:
-                from numba import get_num_threads
-
-                from .._numba.csr import row_blocks
-                nb = self.n_blocks if self.n_blocks is not None else get_num_threads()
-                nb = max(1, min(int(nb), BLOCK_MEMORY // max(1, d * c * 8)))
-                ws["bounds"] = row_blocks(self.X.indptr, nb)
+                ws["bounds"] = row_block_bounds(self.X, c, self.n_blocks)
                 nb = ws["bounds"].size - 1
                 ws["buf"] = np.empty(nb * d * c)
                 ws["colsum"] = np.empty(nb * c)
