@@ -3,6 +3,7 @@
     python bench/emr.py [--data-dir DIR] [--corpora pcmac,20ng,20ng-top,subjects,synthetic]
                         [--draws 5] [--methods all|'sub;sub;...'] [--study] [--gamma-I-sweep]
                         [--gamma-A-sweep] [--k-sweep] [--cache-dir DIR]
+                        [--graph exact,exact-svd,default]
 
 DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz`` (and
 ``aclImdb_v1_text.tar.xz`` for ``imdb``). Corpora:
@@ -15,15 +16,29 @@ DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz
   20 classes, 10 labels per class; training rows left empty by the TF-IDF are dropped;
 * ``synthetic``: ``make_text_corpus(8000, random_state=0)`` (2 classes), first 5,000 rows
   for training, the other 3,000 for test, 50 labels;
-* ``imdb``: 1,000 labeled training reviews plus the 50,000 unlabeled ones, test split.
+* ``imdb``: 1,000 labeled training reviews plus the 50,000 unlabeled ones, test split;
+* ``imdb-train``: the same without the 50,000 unlabeled reviews (25,000 training rows, the
+  same label draws).
 
 Every method sees the same TF-IDF (``linlap.text.make_vectorizer`` fitted on the training
 texts) and, per draw (seeds 0…draws−1), the same labels (``mask_labels``). "best single
 graph (validation)" and the validation-based rows also get as many held-out validation
 labels, drawn from the unlabeled training rows (``default_rng(1000 + seed)``), which stay
-unlabeled for training. The linlap rows share one exact 50-NN search per corpus (reported
+unlabeled for training. The linlap rows share one 50-NN search per corpus (reported
 once; EMR takes its candidates from it, as its own fit would from one search at k = 50), so
-their fit times exclude it. LabelSpreading's row is the best k of {10, 20, 50} by mean test
+their fit times exclude it. ``--graph`` says which search (a comma-separated list runs the
+methods once per graph, on the same TF-IDF and draws):
+
+* ``exact`` (default): exact search in the TF-IDF space
+  (``KNNGraph(algorithm='exact', space='tfidf')``);
+* ``exact-svd``: exact search in the 50-dimensional TruncatedSVD space
+  (``space='svd'``, ``random_state=0``) — what ``KNNGraph(algorithm='exact')`` searched
+  above ``exact_max_samples`` (50,000) rows, so every IMDB figure measured before this option
+  existed;
+* ``default``: the graph ``KNNGraph(n_neighbors=50)`` builds by itself (exact in TF-IDF up to
+  ``exact_max_samples`` rows, else pynndescent in the SVD space), ``random_state=0``.
+
+ LabelSpreading's row is the best k of {10, 20, 50} by mean test
 error (optimistic for it). Prints markdown tables: mean ± std test error %, mean fit time.
 """
 
@@ -78,12 +93,12 @@ def load_corpus(name, data_dir):
         train, test = load_pcmac("train"), load_pcmac("test")
         tr, te, y, yt = train.data, test.data, train.target, test.target
         draw = dict(n_labeled=50, per_class=False)
-    elif name == "imdb":
+    elif name in ("imdb", "imdb-train"):
         archive = Path(data_dir) / "aclImdb_v1_text.tar.xz"
         train, test = load_imdb(archive, "train"), load_imdb(archive, "test")
-        unsup = load_imdb(archive, "unsup")
-        tr = list(train.data) + list(unsup.data)
-        y = np.concatenate([train.target, np.full(len(unsup.data), -2)])
+        unsup = list(load_imdb(archive, "unsup").data) if name == "imdb" else []
+        tr = list(train.data) + unsup
+        y = np.concatenate([train.target, np.full(len(unsup), -2)])
         te, yt = test.data, test.target
         draw = dict(n_labeled=1000, per_class=False, pool=len(train.data))
     else:
@@ -259,16 +274,27 @@ def k_sweep_methods(graph):
             for k in SWEEP_K}
 
 
-def load_with_graph(name, args):
-    """The corpus and its exact 50-NN graph, from ``--cache-dir`` when saved there."""
-    cache = Path(args.cache_dir) / f"emr_{name}.joblib" if args.cache_dir else None
+#: --graph choices: the 50-NN graph every linlap row of a run shares
+GRAPHS = {
+    "exact": lambda: KNNGraph(n_neighbors=SEARCH_K, algorithm="exact", space="tfidf"),
+    "exact-svd": lambda: KNNGraph(n_neighbors=SEARCH_K, algorithm="exact", space="svd",
+                                  random_state=0),
+    "default": lambda: KNNGraph(n_neighbors=SEARCH_K, random_state=0),
+}
+
+
+def load_with_graph(name, kind, args, corpus=None):
+    """The corpus and its 50-NN graph of kind ``kind`` (a key of GRAPHS), from
+    ``--cache-dir`` when saved there; ``corpus`` is an already loaded corpus."""
+    suffix = "" if kind == "exact" else f"_{kind}"
+    cache = Path(args.cache_dir) / f"emr_{name}{suffix}.joblib" if args.cache_dir else None
     if cache is not None and cache.exists():
         return joblib.load(cache)
     t = time.perf_counter()
-    X, y, Xt, yt, draw = load_corpus(name, args.data_dir)
-    t_load = time.perf_counter() - t
+    X, y, Xt, yt, draw = corpus[:5] if corpus else load_corpus(name, args.data_dir)
+    t_load = corpus[6] if corpus else time.perf_counter() - t
     t = time.perf_counter()
-    graph = KNNGraph(n_neighbors=SEARCH_K, algorithm="exact").fit(X)
+    graph = GRAPHS[kind]().fit(X)
     t_search = time.perf_counter() - t
     out = (X, y, Xt, yt, draw, graph, t_load, t_search)
     if cache is not None:
@@ -277,7 +303,14 @@ def load_with_graph(name, args):
 
 
 def run_corpus(name, args):
-    X, y, Xt, yt, draw, graph, t_load, t_search = load_with_graph(name, args)
+    corpus = None
+    for kind in args.graph.split(","):
+        corpus = load_with_graph(name, kind, args, corpus)
+        run_on_graph(name, kind, corpus, args)
+
+
+def run_on_graph(name, kind, corpus, args):
+    X, y, Xt, yt, draw, graph, t_load, t_search = corpus
     graphs, _ = candidate_graphs(X, GRID_KP, graph)
     methods = (sweep_methods(graph) if args.gamma_I_sweep else
                gamma_A_sweep_methods(graph) if args.gamma_A_sweep else
@@ -294,7 +327,8 @@ def run_corpus(name, args):
                    if any(w in k.lower() for w in wanted)}
     print(f"\n### {name}: {X.shape[0]} training docs, {Xt.shape[0]} test, {X.shape[1]} terms, "
           f"{len(np.unique(yt))} classes; labels {draw}; {args.draws} draws\n")
-    print(f"load + TF-IDF {t_load:.1f} s; exact {SEARCH_K}-NN graph {t_search:.1f} s "
+    print(f"load + TF-IDF {t_load:.1f} s; {SEARCH_K}-NN graph ({kind}: "
+          f"{graph.algorithm_} search in the {graph.space_} space) {t_search:.1f} s "
           f"(shared by the linlap rows, not in their fit time)\n", flush=True)
     ys0, _ = draw_labels(y, 0, draw)
     LapRLSClassifier(graph=graph).fit(X, ys0)  # warm-up (numba compilation), untimed
@@ -364,7 +398,13 @@ def main():
                          + ", ".join(map(str, SWEEP_K)))
     ap.add_argument("--cache-dir", default=None,
                     help="save / reuse each corpus's TF-IDF and 50-NN graph in this folder")
+    ap.add_argument("--graph", default="exact",
+                    help="comma-separated kinds of the shared 50-NN graph: "
+                         + ", ".join(GRAPHS) + " (see the module docstring)")
     args = ap.parse_args()
+    unknown = [g for g in args.graph.split(",") if g not in GRAPHS]
+    if unknown:
+        sys.exit(f"error: --graph {unknown}: choose from {list(GRAPHS)}")
     corpora = args.corpora.split(",")
     if args.data_dir is None and any(c not in ("pcmac", "synthetic") for c in corpora):
         sys.exit("bench/emr.py: give the data folder with --data-dir or set LINLAP_DATA "

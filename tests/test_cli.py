@@ -1127,3 +1127,25 @@ def test_top_features_top_is_the_long_form_of_n(tmp_path, capsys):
     assert exc.value.code == 2 and "must be >= 1" in capsys.readouterr().err
     res = run("top-features", "--help")
     assert "-n N, --top N" in res.stdout
+
+
+@pytest.mark.parametrize("space, words", [("auto", "exact search in the document vectors"),
+                                          ("svd", "exact search in the SVD embedding")])
+def test_graph_space_option(corpus, tmp_path, space, words):
+    """--graph-space reaches KNNGraph(space=...), and fit says where it searched."""
+    out = tmp_path / "m.joblib"
+    res = run("fit", corpus / "train.csv", "--model", out, "--text-column", "body",
+              "--label-column", "topic", "--n-neighbors", 10, "--graph-space", space)
+    assert res.returncode == 0, res.stderr
+    assert f"graph: {words}" in res.stderr, res.stderr
+    res = run("evaluate", out, corpus / "test.jsonl", "--text-column", "body",
+              "--label-column", "topic")
+    assert res.returncode == 0, res.stderr
+
+
+def test_graph_space_option_refuses_other_values(capsys):
+    from linlap.cli import main
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "x.csv", "--model", "m", "--graph-space", "pca"])
+    assert exc.value.code == 2
+    assert "--graph-space" in capsys.readouterr().err

@@ -114,6 +114,12 @@ def build_parser():
                    help="power of the Laplacian (default 5)")
     g.add_argument("--weight", choices=("cosine", "heat", "binary"), default="cosine",
                    help="edge weights (default cosine)")
+    g.add_argument("--graph-space", choices=("auto", "tfidf", "svd"), default="auto",
+                   help="where neighbours are searched: auto (default: the document vectors "
+                        "up to 50,000 non-empty documents, a 50-dimensional SVD embedding "
+                        "above), tfidf (always the document vectors) or svd (always the "
+                        "embedding; on IMDB sentiment its graph was about a point more "
+                        "accurate, on topic corpora 1-2 points less: bench/RESULTS.md)")
     g.add_argument("--seed", type=_seed_arg, default=0, help="random seed of the graph search")
     g = fit.add_argument_group("estimator")
     g.add_argument("--estimator", choices=("laprls", "lapsvm", "laps3vm"), default="laprls",

@@ -192,9 +192,11 @@ def _fit(args):
     # graph and solver progress (both on stderr) when asked, or on a terminal
     verbose = args.verbose or (not args.quiet and sys.stderr.isatty())
     graph = KNNGraph(n_neighbors=k, weight=args.weight, power=args.power,
-                     random_state=args.seed, verbose=bool(verbose))
+                     space=args.graph_space, random_state=args.seed, verbose=bool(verbose))
     with rep.step(f"building the {k}-NN graph", chatty=graph.verbose):
         graph.fit(X)
+    rep.line(f"graph: {'exact' if graph.algorithm_ == 'exact' else 'approximate (pynndescent)'}"
+             f" search in the {'SVD embedding' if graph.space_ == 'svd' else 'document vectors'}")
     # weights not given: the estimator's own defaults
     weights = {name: value for name, value in (("gamma_A", args.gamma_A),
                                                ("gamma_I", args.gamma_I),
