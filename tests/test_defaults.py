@@ -3,6 +3,8 @@ gamma_A='scaled' (1e-6 times the labeled rows per class, clipped) — the defaul
 LapRLSClassifier and LapSVMClassifier — and gamma_I='auto' (the cross-validated choice,
 linlap.estimators.cv.select_gamma_I)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -264,3 +266,50 @@ def test_emr_resolves_scaled_gamma_A():
                       max_iter=3).fit(X, ys)
     np.testing.assert_allclose(a.mu_, b.mu_, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-12)
+
+
+def _count_rows(seed=8, n=300):
+    """Rows like raw term counts: norms grow with document length; 2 classes, 10 % labeled."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    lengths = rng.integers(5, 200, n)
+    rate = lengths[:, None] / 30.0 * (1 + (np.arange(30) % 2 == y[:, None]))
+    X = sp.csr_matrix(rng.poisson(rate, (n, 30)).astype(float))
+    return X, np.where(rng.random(n) < 0.1, y, -1)
+
+
+def test_unnormalised_rows_warn_and_normalised_rows_do_not():
+    """Rows of unequal norms (raw counts) warn at the caller's line, whatever γ_A; the same
+    rows L2-normalised do not; uniformly rescaled rows warn only with gamma_A='scaled'."""
+    from sklearn.preprocessing import normalize
+
+    X, ys = _count_rows()
+    graph = KNNGraph(n_neighbors=10).fit(X)
+    for est in (LapRLSClassifier(graph=graph), LapSVMClassifier(gamma_A=1e-3, graph=graph)):
+        with pytest.warns(UserWarning, match="The rows of X are not normalised") as record:
+            est.fit(X, ys)
+        assert record[0].filename == __file__
+        assert "Normalizer" in str(record[0].message)
+    Z = normalize(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LapRLSClassifier(graph=graph).fit(Z, ys)
+        LapSVMClassifier(graph=graph).fit(1.5 * Z, ys)  # within the unit-norm range
+        LapRLSClassifier(gamma_A=1e-3, graph=graph).fit(0.1 * Z, ys)  # γ_A chosen
+    for c in (0.1, 10.0):
+        with pytest.warns(UserWarning, match="gamma_A='scaled' was measured on rows of norm 1"):
+            LapRLSClassifier(graph=graph).fit(c * Z, ys)
+    with pytest.warns(UserWarning, match="gamma_A='scaled' was measured"):  # EMR resolves it
+        EMRClassifier(candidates=[graph.with_laplacian(power=p) for p in (1, 2)],
+                      max_iter=2).fit(0.1 * Z, ys)
+
+
+def test_row_norms_of_rows_without_entries_and_duplicates():
+    from linlap.estimators._base import check_row_norms, row_squared_norms
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_row_norms(np.zeros(4), True)  # no non-empty row: nothing to say
+    # duplicate entries: the norm of their sum
+    X = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([0, 0, 1]), np.array([0, 2, 3])),
+                      shape=(2, 2))
+    np.testing.assert_allclose(row_squared_norms(X), [9.0, 9.0])

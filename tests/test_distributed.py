@@ -521,3 +521,22 @@ def test_every_labeled_row_empty_refused_as_in_memory(client):
         LapRLSClassifier(graph=graph).fit(X, y)
     with pytest.raises(ValueError, match="every labeled row is empty"):
         LapRLSClassifier(graph=graph).fit(as_dask(csr_row_blocks(X, 2)), y)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_row_norm_warning_as_in_memory(client, sparse):
+    """Rows of unequal norms warn (the norms from the workers), as in memory."""
+    X, y = blobs(n=160, d=10, n_classes=2, seed=9)
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    X = np.abs(X) * np.random.default_rng(2).uniform(0.2, 5.0, (X.shape[0], 1))  # lengths
+    Xd = as_dask(csr_row_blocks(X, 4) if sparse else np.array_split(X, 4))
+    X = sp.csr_matrix(X) if sparse else X
+    y = y.copy()
+    y[np.random.default_rng(1).random(y.size) < 0.75] = -1
+    graph = KNNGraph(n_neighbors=5).fit(X)
+    with pytest.warns(UserWarning, match="The rows of X are not normalised"):
+        ref = LapRLSClassifier(graph=graph, tol=1e-10).fit(X, y)
+    with pytest.warns(UserWarning, match="The rows of X are not normalised"):
+        est = LapRLSClassifier(graph=graph, tol=1e-10).fit(Xd, y)
+    assert est.gamma_A_ == ref.gamma_A_
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=0, atol=1e-8)

@@ -36,17 +36,18 @@ def _client():
                          "Client('tcp://scheduler:8786').") from exc
 
 
-def _block_nonempty(Xb):
-    """Which rows of one block have a nonzero."""
-    from ._base import nonempty_rows
+def _block_row_stats(Xb):
+    """Per row of one block: 1.0 if it has a nonzero (else 0.0), and its squared norm
+    (for ``check_row_norms``)."""
+    from ._base import nonempty_rows, row_squared_norms
 
-    return nonempty_rows(Xb)
+    return np.column_stack([nonempty_rows(Xb).astype(np.float64), row_squared_norms(Xb)])
 
 
 def _check_dask_X(X, client):
     """X as row blocks on the workers, one per worker thread, of the shapes X.chunks
-    declares, of a numeric dtype, finite and not extreme; and which of its rows are
-    non-empty (n booleans, on the client)."""
+    declares, of a numeric dtype, finite and not extreme; which of its rows are
+    non-empty (n booleans, on the client) and their squared norms (n floats)."""
     import dask.array as da
 
     from ..distributed.operator import check_dask_layout, check_numeric_dtype, verified_blocks
@@ -61,9 +62,9 @@ def _check_dask_X(X, client):
         X = X.rechunk({0: -(-X.shape[0] // n_blocks)})
     X = client.persist(X)
     # NaN, inf and extreme values were refused block by block (verified_blocks)
-    nonempty = da.map_blocks(_block_nonempty, X, chunks=(X.chunks[0],), drop_axis=1,
-                             dtype=bool, meta=np.empty(0, bool)).compute()  # n bools
-    return X, nonempty
+    stats = da.map_blocks(_block_row_stats, X, chunks=(X.chunks[0], (2,)),
+                          dtype=np.float64, meta=np.empty((0, 2))).compute()  # n × 2
+    return X, stats[:, 0] > 0, stats[:, 1]
 
 
 def fit_on_dask(est, X, y):
@@ -93,7 +94,7 @@ def fit_on_dask(est, X, y):
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
     labeled_rows, unlabeled_rows, classes, y_idx = est._check_labels(y)
     balance = est._balance_targets(classes, y_idx, unlabeled_rows.size)
-    X, nonempty = _check_dask_X(X, client)
+    X, nonempty, squared_norms = _check_dask_X(X, client)
     check_labeled_nonempty(nonempty, labeled_rows)  # as in memory
     n_nonempty = int(nonempty.sum())
     n, d = X.shape
@@ -119,6 +120,7 @@ def fit_on_dask(est, X, y):
         view.graph = graph
         graph = view._fit_graph(X)
     targets = pm1_targets(y_idx, classes.size)
+    est._check_row_norms(squared_norms)
     est._set_gammas(X, y_idx, labeled_rows, graph)  # 'auto' was refused: X unread
     sol = est._solve_distributed(X, targets, labeled_rows, unlabeled_rows, graph, balance,
                                  est._warm_start_init(targets.shape[1], d), client)

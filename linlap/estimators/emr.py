@@ -17,8 +17,9 @@ from ..graph.params import check_graph_params
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
-from ._base import (check_in_memory, check_labeled_nonempty, check_predict_X, default_graph,
-                    labeled_score, nonempty_rows, scaled_gamma_A, scaled_gamma_I,
+from ._base import (LinearLapClassifier, check_in_memory, check_labeled_nonempty, check_predict_X, default_graph,
+                    labeled_score, nonempty_rows, row_squared_norms,
+                    scaled_gamma_A, scaled_gamma_I,
                     store_params)
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
@@ -362,6 +363,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         scales = np.array([g.scale_ for g in graphs])
 
         est = clone(base).set_params(warm_start=True)
+        if isinstance(est, LinearLapClassifier):  # before 'scaled' γ_A becomes a number
+            est._check_row_norms(row_squared_norms(X))
         if isinstance(est.gamma_I, str):  # one γ_I for every alternation
             if est.gamma_I != "scaled":
                 raise ValueError(f"EMRClassifier needs its estimator's gamma_I to be a "

@@ -35,7 +35,10 @@ class LapRLSClassifier(LinearLapClassifier):
         25 or fewer per class, 1e-4 at 100, 5e-4 at 500;
         :func:`linlap.estimators.scaled_gamma_A`): few labels leave the direction of
         w to the graph, many need the ridge against their noise. The fitted value
-        is ``gamma_A_``.
+        is ``gamma_A_``. Measured on rows of norm 1 (TF-IDF's): ``fit`` warns when the
+        rows' median norm is outside 0.7 … 2 (rows of norm m act as γ_A / m²), and,
+        whatever γ_A, when the rows' norms differ widely (raw counts, TF-IDF with
+        ``norm=None``: the graph term then smooths document length as much as class).
     gamma_I : float, 'scaled' or 'auto', default='scaled'
         Weight γ_I of the intrinsic (graph smoothness) penalty. 'scaled':
         ``γ_I = 500 C / l`` for C classes and l labeled rows — 500 over the labeled rows
