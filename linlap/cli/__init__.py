@@ -119,7 +119,8 @@ def build_parser():
                         "up to 50,000 non-empty documents, a 50-dimensional SVD embedding "
                         "above), tfidf (always the document vectors) or svd (always the "
                         "embedding; on IMDB sentiment its graph was about a point more "
-                        "accurate, on topic corpora 1-2 points less: bench/RESULTS.md)")
+                        "accurate, on topic corpora 1.1-4.1 points less: "
+                        "bench/RESULTS.md)")
     g.add_argument("--seed", type=_seed_arg, default=0, help="random seed of the graph search")
     g = fit.add_argument_group("estimator")
     g.add_argument("--estimator", choices=("laprls", "lapsvm", "laps3vm"), default="laprls",
