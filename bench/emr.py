@@ -33,8 +33,8 @@ methods once per graph, on the same TF-IDF and draws):
   (``KNNGraph(algorithm='exact', space='tfidf')``);
 * ``exact-svd``: exact search in the 50-dimensional TruncatedSVD space
   (``space='svd'``, ``random_state=0``) — what ``KNNGraph(algorithm='exact')`` searched
-  above ``exact_max_samples`` (50,000) rows, so every IMDB figure measured before this option
-  existed;
+  above ``exact_max_samples`` (50,000) rows, so every IMDB figure measured with this script
+  before this option existed (then with the SVD's ``random_state`` unset);
 * ``default``: the graph ``KNNGraph(n_neighbors=50)`` builds by itself (exact in TF-IDF up to
   ``exact_max_samples`` rows, else pynndescent in the SVD space), ``random_state=0``.
 
@@ -286,7 +286,7 @@ GRAPHS = {
 def load_with_graph(name, kind, args, corpus=None):
     """The corpus and its 50-NN graph of kind ``kind`` (a key of GRAPHS), from
     ``--cache-dir`` when saved there; ``corpus`` is an already loaded corpus."""
-    suffix = "" if kind == "exact" else f"_{kind}"
+    suffix = f"_{kind}"
     cache = Path(args.cache_dir) / f"emr_{name}{suffix}.joblib" if args.cache_dir else None
     if cache is not None and cache.exists():
         return joblib.load(cache)

@@ -30,6 +30,7 @@ from sklearn.svm import LinearSVC
 from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import load_20newsgroups, load_pcmac, mask_labels
 from linlap.estimators import scaled_gamma_A
+from linlap.estimators._base import ROW_NORM_WARNING, row_squared_norms
 from linlap.text import make_vectorizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -87,8 +88,8 @@ def run(name, args):
     for label, make in VECTORIZERS.items():
         vec = make()
         X, Xt = vec.fit_transform(texts).astype(np.float64), vec.transform(test_texts)
-        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-        norms = norms[norms > 0]
+        squared = row_squared_norms(X)
+        norms = np.sqrt(squared[squared > 0])
         mean_squared = float(np.mean(norms ** 2))
         graph = KNNGraph().fit(X)
         errs = {k: [] for k in ("rls", "svm", "unit", "lsvc")}
@@ -100,7 +101,7 @@ def run(name, args):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 rls = LapRLSClassifier(graph=graph).fit(X, ys)
-            warned |= any("rows of X" in str(w.message) for w in caught)
+            warned |= any(str(w.message).startswith(ROW_NORM_WARNING) for w in caught)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 svm = LapSVMClassifier(graph=graph).fit(X, ys)

@@ -1143,6 +1143,24 @@ def test_graph_space_option(corpus, tmp_path, space, words):
     assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.parametrize("vectorizer", ["tfidf", "hashing"])
+def test_graph_space_svd_on_fewer_documents_or_terms_than_svd_dimensions(tmp_path, vectorizer):
+    """The SVD's 50 dimensions are capped by the documents and terms, as k is."""
+    data = tmp_path / "tiny.csv"
+    rows = [("apple banana cherry", "a"), ("banana cherry date", "b"),
+            ("apple cherry", "a"), ("date elder", "b")] + [
+        (t, "") for t in ("apple date", "banana elder", "cherry date apple", "elder banana",
+                          "apple banana", "date cherry", "elder apple", "banana date")]
+    with open(data, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        w.writerows(rows)
+    res = run("fit", data, "--model", tmp_path / "m.joblib", "--graph-space", "svd",
+              "--vectorizer", vectorizer, "--min-df", 1)
+    assert res.returncode == 0, res.stderr
+    assert "graph: exact search in the SVD embedding" in res.stderr
+
+
 def test_graph_space_option_refuses_other_values(capsys):
     from linlap.cli import main
     with pytest.raises(SystemExit) as exc:

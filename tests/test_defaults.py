@@ -309,7 +309,37 @@ def test_row_norms_of_rows_without_entries_and_duplicates():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_row_norms(np.zeros(4), True)  # no non-empty row: nothing to say
-    # duplicate entries: the norm of their sum
+    # duplicate entries count separately (as scikit-learn's row_norms), X is not copied
     X = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([0, 0, 1]), np.array([0, 2, 3])),
                       shape=(2, 2))
-    np.testing.assert_allclose(row_squared_norms(X), [9.0, 9.0])
+    np.testing.assert_allclose(row_squared_norms(X), [5.0, 9.0])
+    assert X.nnz == 3 and not X.has_canonical_format
+    # float64 sums whatever the dtype: no integer wrap-around, no float32 overflow
+    np.testing.assert_allclose(row_squared_norms(np.array([[100, 100]], dtype=np.int8)), [2e4])
+    np.testing.assert_allclose(row_squared_norms(sp.csr_matrix(np.array([[100, 100]],
+                                                                        dtype=np.int8))), [2e4])
+    np.testing.assert_allclose(row_squared_norms(np.array([[True, True]])), [2.0])
+    big = np.array([[3e19, 0.0]], dtype=np.float32)
+    np.testing.assert_allclose(row_squared_norms(big), [9e38], rtol=1e-6)
+    np.testing.assert_allclose(row_squared_norms(sp.csr_matrix(big)), [9e38], rtol=1e-6)
+
+
+def test_both_row_warnings_and_once_per_emr_fit():
+    """Counts with the 'scaled' γ_A get both warnings; EMR warns once per fit, not once per
+    alternation's base fit."""
+    X, ys = _count_rows()
+    graph = KNNGraph(n_neighbors=10).fit(X)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        LapRLSClassifier(graph=graph).fit(X, ys)
+    messages = [str(w.message) for w in caught]
+    assert sum(m.startswith("The rows of X are not normalised") for m in messages) == 1
+    assert sum("gamma_A='scaled' was measured" in m for m in messages) == 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        emr = EMRClassifier(candidates=[graph.with_laplacian(power=p) for p in (1, 2, 3)],
+                            max_iter=5).fit(X, ys)
+    assert emr.n_iter_ >= 2  # several base fits
+    messages = [str(w.message) for w in caught]
+    assert sum(m.startswith("The rows of X are not normalised") for m in messages) == 1
+    assert sum("gamma_A='scaled' was measured" in m for m in messages) == 1

@@ -513,6 +513,30 @@ def test_svd_space_full_rank_matches_tfidf(X_small):
     assert (g_low.neighbors_ != g0.neighbors_).any()
 
 
+def test_svd_space_cuts_columns_no_row_uses(X_small, monkeypatch):
+    """Rows padded with many empty columns (hashed features) are cut to the columns they
+    use before the SVD: the same subspace, so a full-rank SVD still gives the input's graph."""
+    from sklearn.decomposition import TruncatedSVD
+
+    n, d = X_small.shape
+    padded = sp.hstack([sp.csr_matrix((n, 50 * d)), X_small, sp.csr_matrix((n, 7))],
+                       format="csr")
+    seen = []
+    real_fit_transform = TruncatedSVD.fit_transform
+
+    def fit_transform(self, X, y=None):
+        seen.append(X.shape[1])
+        return real_fit_transform(self, X, y)
+
+    monkeypatch.setattr(TruncatedSVD, "fit_transform", fit_transform)
+    g = KNNGraph(weight="binary", power=1, n_neighbors=5, space="svd", n_components=d,
+                 random_state=0).fit(padded)
+    assert seen == [d]  # the SVD saw the d used columns, not 51 d + 7
+    g0 = KNNGraph(weight="binary", power=1, n_neighbors=5).fit(X_small)
+    np.testing.assert_array_equal(g.neighbors_, g0.neighbors_)
+    np.testing.assert_allclose(g.distances_, g0.distances_, atol=1e-8)
+
+
 def svd_by_fit_then_transform(Y, n_components, svd_sample, rng, chunk):
     """The former SVD embedding: fit (on the sample), then transform of every row."""
     from sklearn.decomposition import TruncatedSVD

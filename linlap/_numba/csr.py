@@ -14,7 +14,7 @@ from numba import njit, prange, uintp
 
 from .dispatch import ROW_SUM_FASTMATH, threaded
 
-__all__ = ["csr_matmat", "csr_rmatmat_blocks", "reduce_blocks", "row_blocks", "add_loss_rows",
+__all__ = ["csr_row_squared_norms", "csr_matmat", "csr_rmatmat_blocks", "reduce_blocks", "row_blocks", "add_loss_rows",
            "scoring_decisions",
            "row_sums4", "CHUNKED_MAX_COLUMNS"]
 
@@ -242,3 +242,15 @@ def scoring_decisions(indptr, indices, data, Z, a, r_b, a_bb, active, F):
                 for t in range(uintp(indptr[r]), uintp(indptr[r + 1])):
                     acc += data[t] * Z[s, uintp(indices[t]), j]
                 F[s, r, j] = acc + b
+
+
+@njit(cache=True, nogil=True)
+def csr_row_squared_norms(indptr, data, out):
+    """``out[i] = Σ data[p]²`` over row i's stored entries, summed in float64 whatever
+    data's dtype (no overflow of float32 or integer squares, no temporary of nnz values)."""
+    for i in range(out.shape[0]):
+        s = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            v = np.float64(data[p])
+            s += v * v
+        out[i] = s

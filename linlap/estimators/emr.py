@@ -4,6 +4,7 @@ of candidate Laplacians jointly with the classifier."""
 import itertools
 import sys
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -17,9 +18,9 @@ from ..graph.params import check_graph_params
 from ..graph import KNNGraph
 from ..solvers._problem import pm1_targets
 from ..solvers.emr import combined_laplacian_matvec, emr_alternate, laplacian_terms
-from ._base import (LinearLapClassifier, check_in_memory, check_labeled_nonempty, check_predict_X, default_graph,
-                    labeled_score, nonempty_rows, row_squared_norms,
-                    scaled_gamma_A, scaled_gamma_I,
+from ._base import (ROW_NORM_WARNING, LinearLapClassifier, check_in_memory,
+                    check_labeled_nonempty, check_predict_X, default_graph, labeled_score,
+                    nonempty_rows, row_squared_norms, scaled_gamma_A, scaled_gamma_I,
                     store_params)
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
@@ -382,7 +383,9 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         def solve_f(mu, previous):
             e = est
             e.set_params(graph=_EnsembleGraph.build(graphs, mu * scales, parts))
-            e.fit(X, y)
+            with warnings.catch_warnings():  # the rows were checked once, above
+                warnings.filterwarnings("ignore", message=ROW_NORM_WARNING)
+                e.fit(X, y)
             F = decision_train(e)
             O = F[labeled]
             if loss == "squared":

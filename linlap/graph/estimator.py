@@ -191,9 +191,9 @@ class KNNGraph(BaseEstimator):
         about 1000 they overflow float64).
     space : {'auto', 'tfidf', 'svd'}, default='auto'
         Search neighbours on the (row-normalised) input itself, or on its
-        row-normalised TruncatedSVD embedding. 'auto': the input itself when
-        n_samples <= ``exact_max_samples``, else the SVD embedding (see
-        "Search" above). The space changes the graph more than exact or
+        row-normalised TruncatedSVD embedding. 'auto': the input itself when the
+        non-empty rows number at most ``exact_max_samples``, else the SVD embedding
+        (see "Search" above). The space changes the graph more than exact or
         approximate search does: in bench/RESULTS.md ("The graph's space")
         the TF-IDF graph was the more accurate on topic corpora, the SVD graph
         on IMDB sentiment.
@@ -203,7 +203,8 @@ class KNNGraph(BaseEstimator):
         The SVD is fitted on at most this many random rows, then applied to
         all rows (``space='svd'`` only).
     algorithm : {'auto', 'exact', 'nndescent'}, default='auto'
-        'auto' is exact when n_samples <= ``exact_max_samples``, else nndescent.
+        'auto' is exact when the non-empty rows number at most ``exact_max_samples``,
+        else nndescent.
     exact_max_samples : int, default=50000
         Threshold of ``algorithm='auto'``.
     n_search_neighbors : int or None, default=None

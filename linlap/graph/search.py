@@ -129,10 +129,18 @@ def svd_embedding(Xn, n_components, svd_sample, rng, verbose):
     fraction of the cost) and applied to all rows in chunks of ``SVD_CHUNK``, so the
     extra memory is the n × n_components embedding. When the sample is every row, the
     fit's own projection of the rows is the embedding (sparse rows, or dense rows in
-    one chunk).
+    one chunk). Sparse rows that use fewer than half of their columns (hashed features:
+    2²⁰ columns for a few thousand documents' terms) are first cut to the columns they
+    use: the same subspace, without the randomized SVD's dense work on the empty
+    columns (its memory and time grow with the column count).
     """
     from sklearn.decomposition import TruncatedSVD
 
+    if sp.issparse(Xn):
+        used = np.bincount(Xn.indices, minlength=Xn.shape[1]) > 0
+        n_used = np.count_nonzero(used)
+        if n_components <= n_used and 2 * n_used < Xn.shape[1]:
+            Xn = Xn[:, np.flatnonzero(used)]
     n = Xn.shape[0]
     fit_rows = np.arange(n) if n <= svd_sample else np.sort(
         rng.choice(n, size=svd_sample, replace=False))
