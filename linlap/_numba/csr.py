@@ -14,8 +14,8 @@ from numba import njit, prange, uintp
 
 from .dispatch import ROW_SUM_FASTMATH, threaded
 
-__all__ = ["csr_row_squared_norms", "csr_matmat", "csr_rmatmat_blocks", "reduce_blocks", "row_blocks", "add_loss_rows",
-           "scoring_decisions",
+__all__ = ["csr_matmat", "csr_rmatmat_blocks", "reduce_blocks", "row_blocks", "add_loss_rows",
+           "scoring_decisions", "csr_row_squared_norms",
            "row_sums4", "CHUNKED_MAX_COLUMNS"]
 
 #: Blocks of up to this many columns go through the 4-column scalar kernels below;
