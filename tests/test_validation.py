@@ -293,3 +293,23 @@ def test_few_unlabeled_rows_warn_with_the_scaled_gamma_I(data):
         warnings.filterwarnings("ignore", "The rows of X")  # the fixture's row norms
         LapRLSClassifier(gamma_I=0.1).fit(X[lab], y[lab])  # a chosen weight: no warning
         LapRLSClassifier().fit(X, y)
+
+
+def test_nonempty_rows_sums_duplicates_without_touching_X():
+    """Non-canonical CSR (duplicates that may cancel, unsorted indices): the mask equals
+    the dense one, and X keeps its entries (no sum_duplicates or sort in place)."""
+    from linlap.estimators._base import nonempty_rows
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n, d, nnz = rng.integers(1, 30), rng.integers(1, 8), rng.integers(0, 60)
+        rows, cols = rng.integers(0, n, nnz), rng.integers(0, d, nnz)
+        vals = rng.choice([-2.0, -1.0, 0.0, 1.0, 2.0], nnz)
+        order = np.argsort(rows, kind="stable")
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
+        for dtype in (np.float64, np.float32, np.int64):
+            X = sp.csr_matrix((vals[order].astype(dtype), cols[order], indptr), shape=(n, d))
+            dense = sp.coo_matrix((vals, (rows, cols)), shape=(n, d)).toarray()  # summed
+            np.testing.assert_array_equal(nonempty_rows(X), np.any(dense != 0, axis=1))
+            assert X.nnz == nnz
+            np.testing.assert_array_equal(X.indices, cols[order])

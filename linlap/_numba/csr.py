@@ -15,7 +15,7 @@ from numba import njit, prange, uintp
 from .dispatch import ROW_SUM_FASTMATH, threaded
 
 __all__ = ["csr_matmat", "csr_rmatmat_blocks", "reduce_blocks", "row_blocks", "add_loss_rows",
-           "scoring_decisions", "csr_row_squared_norms",
+           "scoring_decisions", "csr_row_squared_norms", "csr_nonempty_rows",
            "row_sums4", "CHUNKED_MAX_COLUMNS"]
 
 #: Blocks of up to this many columns go through the 4-column scalar kernels below;
@@ -254,3 +254,38 @@ def csr_row_squared_norms(indptr, data, out):
             v = np.float64(data[p])
             s += v * v
         out[i] = s
+
+
+@njit(cache=True, nogil=True)
+def csr_nonempty_rows(indptr, indices, data, out):
+    """``out[i]``: row i's entries, duplicates summed, are not all zero — without a copy.
+
+    A row whose stored values are all ≥ 0 (or all ≤ 0) is non-empty exactly when one of
+    them is nonzero: such duplicates cannot cancel. Only a row with values of both signs
+    has its duplicates summed (a sorted copy of that row alone). NaN counts as nonzero.
+    """
+    for i in range(out.shape[0]):
+        pos = False
+        neg = False
+        for p in range(indptr[i], indptr[i + 1]):
+            v = data[p]
+            if v > 0 or v != v:
+                pos = True
+            elif v < 0:
+                neg = True
+        if not (pos and neg):
+            out[i] = pos or neg
+            continue
+        a, b = indptr[i], indptr[i + 1]
+        order = np.argsort(indices[a:b], kind="mergesort")
+        out[i] = False
+        p = 0
+        while p < b - a:
+            col = indices[a + order[p]]
+            s = 0.0
+            while p < b - a and indices[a + order[p]] == col:
+                s += data[a + order[p]]
+                p += 1
+            if s != 0.0:
+                out[i] = True
+                break

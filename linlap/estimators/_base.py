@@ -144,19 +144,14 @@ def check_row_norms(squared_norms, scaled_gamma_A):
 
 
 def nonempty_rows(X):
-    """Boolean mask of the rows of X with at least one nonzero entry."""
+    """Boolean mask of the rows of X with at least one nonzero entry (CSR: duplicate
+    entries summed, without copying or sorting X — see ``csr_nonempty_rows``)."""
     if sp.issparse(X):
-        # from the stored values, without abs(X): scipy would sum duplicates and sort
-        # the indices of the caller's matrix in place (and fail on read-only buffers)
+        from .._numba.csr import csr_nonempty_rows  # lazy: numba is slow to import
+
         X = X.tocsr()
-        if not X.has_canonical_format:  # duplicate entries could cancel: sum them on a copy
-            X = X.copy()
-            X.sum_duplicates()
-        stored = np.diff(X.indptr) > 0
-        mask = np.zeros(X.shape[0], dtype=bool)
-        if stored.any():
-            # segment i runs from one stored row to the next; the rows between hold nothing
-            mask[stored] = np.logical_or.reduceat(X.data != 0, X.indptr[:-1][stored])
+        mask = np.empty(X.shape[0], dtype=bool)
+        csr_nonempty_rows(X.indptr, X.indices, X.data, mask)
         return mask
     return np.any(X != 0, axis=1)
 
