@@ -25,3 +25,12 @@ def archive(data_dir, corpus):
     if not path.is_file():
         raise SystemExit(f"{path}: not found (is --data-dir / LINLAP_DATA the right folder?)")
     return path
+
+
+def top_level_codes(target_names):
+    """Per 20 Newsgroups group (``target_names``), the index of its top-level group (alt,
+    comp, misc, rec, sci, soc, talk, sorted): ``codes[y]`` relabels y by top-level group."""
+    import numpy as np
+
+    tops = sorted({g.split(".")[0] for g in target_names})
+    return np.array([tops.index(g.split(".")[0]) for g in target_names])

@@ -63,6 +63,9 @@ from linlap.estimators.emr import candidate_graphs
 from linlap.model_selection import LapRLSClassifierCV
 from linlap.text import make_vectorizer
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _data import top_level_codes  # noqa: E402
+
 SEARCH_K = 50
 AUTO = "LapRLSClassifier(gamma_I='auto')"
 DEFAULT = "LapRLSClassifier() (defaults: gamma_A, gamma_I 'scaled')"
@@ -107,8 +110,7 @@ def load_corpus(name, data_dir):
         tr, te, y, yt = train.data, test.data, train.target, test.target
         draw = dict(n_labeled=5, per_class=True)
         if name == "20ng-top":
-            tops = sorted({g.split(".")[0] for g in train.target_names})
-            code = np.array([tops.index(g.split(".")[0]) for g in train.target_names])
+            code = top_level_codes(train.target_names)
             y, yt = code[y], code[yt]
         elif name == "subjects":
             tr, te = [_subject(t) for t in tr], [_subject(t) for t in te]

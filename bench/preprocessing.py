@@ -34,7 +34,7 @@ from linlap.estimators._base import ROW_NORM_WARNING, row_squared_norms
 from linlap.text import make_vectorizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import add_data_dir, archive as data_archive  # noqa: E402
+from _data import add_data_dir, archive as data_archive, top_level_codes  # noqa: E402
 
 
 class Scaled:
@@ -70,8 +70,7 @@ def load(name, data_dir):
         raise SystemExit(f"unknown corpus {name!r}: pcmac or 20ng-top")
     path = data_archive(data_dir, "20ng")
     tr, te = load_20newsgroups(path, "train"), load_20newsgroups(path, "test")
-    tops = sorted({g.split(".")[0] for g in tr.target_names})
-    code = np.array([tops.index(g.split(".")[0]) for g in tr.target_names])
+    code = top_level_codes(tr.target_names)
     return tr.data, code[tr.target], te.data, code[te.target], dict(n_labeled=5,
                                                                       per_class=True)
 

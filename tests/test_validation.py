@@ -313,3 +313,19 @@ def test_nonempty_rows_sums_duplicates_without_touching_X():
             np.testing.assert_array_equal(nonempty_rows(X), np.any(dense != 0, axis=1))
             assert X.nnz == nnz
             np.testing.assert_array_equal(X.indices, cols[order])
+
+
+def test_default_graph_caps_the_svd_dimension_by_rows_and_features():
+    """The graph the estimators (and ``linlap fit``) build caps the SVD's dimension as it
+    caps k, so the SVD space (above 50,000 rows, or asked for) works on few features."""
+    from linlap.estimators._base import default_graph
+
+    rng = np.random.default_rng(0)
+    X = rng.random((200, 10))
+    g = default_graph(X)
+    assert g.n_components == 10 and g.n_neighbors == 10  # 200 / 20
+    X[30:] = 0.0  # 30 non-empty rows
+    assert default_graph(sp.csr_matrix(X)).n_components == 10
+    assert default_graph(sp.csr_matrix(rng.random((30, 80)))).n_components == 30
+    fitted = default_graph(X[:30], space="svd", n_neighbors=5).fit(X[:30])
+    assert fitted.space_ == "svd" and fitted.n_neighbors == 5

@@ -102,8 +102,7 @@ def _fit(args):
     from sklearn.pipeline import Pipeline
 
     from ..estimators import LapRLSClassifier, LapS3VMClassifier, LapSVMClassifier
-    from ..estimators._base import capped_n_neighbors, count_nonempty_rows
-    from ..graph import KNNGraph
+    from ..estimators._base import default_graph
     from ..io import detect_format, iter_batches
     from ..persistence import save
 
@@ -188,14 +187,13 @@ def _fit(args):
                 rep.line(f"vocabulary: {X.shape[1]:,} terms")
     del batch
 
-    k = capped_n_neighbors(X, args.n_neighbors)
     # graph and solver progress (both on stderr) when asked, or on a terminal
     verbose = args.verbose or (not args.quiet and sys.stderr.isatty())
-    # the SVD's dimension capped by the documents and terms, as k is (--graph-space svd)
-    n_components = min(KNNGraph().n_components, count_nonempty_rows(X), X.shape[1])
-    graph = KNNGraph(n_neighbors=k, weight=args.weight, power=args.power,
-                     space=args.graph_space, n_components=n_components,
-                     random_state=args.seed, verbose=bool(verbose))
+    # the estimators' own default graph (k and the SVD's dimension capped by the
+    # documents and terms) with the options given
+    graph = default_graph(X, verbose, random_state=args.seed, n_neighbors=args.n_neighbors,
+                          weight=args.weight, power=args.power, space=args.graph_space)
+    k = graph.n_neighbors
     with rep.step(f"building the {k}-NN graph", chatty=graph.verbose):
         graph.fit(X)
     rep.line(f"graph: {'exact' if graph.algorithm_ == 'exact' else 'approximate (pynndescent)'}"

@@ -346,10 +346,7 @@ def labeled_scorer(scoring, unlabeled=-1):
     return scorer
 
 
-def capped_n_neighbors(X, n_neighbors=None):
-    """``n_neighbors`` capped at the non-empty rows of X minus one (empty rows are isolated
-    nodes: they count as no one's neighbour); None: :func:`default_n_neighbors`."""
-    docs = count_nonempty_rows(X)
+def _capped_k(docs, n_neighbors):
     if docs < 2:
         raise ValueError(f"X has {docs} non-empty rows: the graph needs at least 2 "
                          f"rows with a nonzero entry.")
@@ -358,12 +355,29 @@ def capped_n_neighbors(X, n_neighbors=None):
     return min(n_neighbors, docs - 1)
 
 
-def default_graph(X, verbose=0, random_state=DEFAULT_GRAPH_SEED):
-    """The unfitted graph an estimator builds on X when given none: ``KNNGraph`` with k
-    from :func:`capped_n_neighbors` and a fixed seed (above 50,000 rows the search is
-    randomised: the same X gives the same model)."""
-    return KNNGraph(n_neighbors=capped_n_neighbors(X), random_state=random_state,
-                    verbose=bool(verbose))
+def capped_n_neighbors(X, n_neighbors=None):
+    """``n_neighbors`` capped at the non-empty rows of X minus one (empty rows are isolated
+    nodes: they count as no one's neighbour); None: :func:`default_n_neighbors`."""
+    return _capped_k(count_nonempty_rows(X), n_neighbors)
+
+
+def capped_n_components(docs, n_features):
+    """The SVD embedding's dimension of a graph the package builds: ``KNNGraph``'s default
+    capped by the ``docs`` non-empty rows and the features (no more directions exist)."""
+    return min(KNNGraph().n_components, docs, n_features)
+
+
+def default_graph(X, verbose=0, random_state=DEFAULT_GRAPH_SEED, n_neighbors=None,
+                  **params):
+    """The unfitted graph an estimator (or ``linlap fit``) builds on X when given none:
+    ``KNNGraph(**params)`` with k from :func:`capped_n_neighbors` (``n_neighbors`` None:
+    the default), the SVD's dimension from :func:`capped_n_components` (the SVD space is
+    searched above 50,000 rows, or with ``space='svd'``) and a fixed seed (above 50,000
+    rows the search is randomised: the same X gives the same model)."""
+    docs = count_nonempty_rows(X)
+    return KNNGraph(n_neighbors=_capped_k(docs, n_neighbors),
+                    n_components=capped_n_components(docs, X.shape[1]),
+                    random_state=random_state, verbose=bool(verbose), **params)
 
 
 def resolve_graph(graph, X, verbose=0, random_state=DEFAULT_GRAPH_SEED):

@@ -76,7 +76,8 @@ def fit_on_dask(est, X, y):
     from ..distributed.operator import check_dask_layout
     from ..graph import KNNGraph
     from ..solvers._problem import pm1_targets
-    from ._base import DEFAULT_GRAPH_SEED, check_labeled_nonempty, default_n_neighbors
+    from ._base import (DEFAULT_GRAPH_SEED, capped_n_components, check_labeled_nonempty,
+                        default_n_neighbors)
 
     est._check_params()
     reason = est._dask_unsupported()
@@ -110,9 +111,8 @@ def fit_on_dask(est, X, y):
                 raise ValueError(f"X has {n_nonempty} non-empty rows: the graph needs at "
                                  f"least 2 rows with a nonzero entry.")
             # k and the SVD's components capped by the non-empty rows, as in memory
-            default = KNNGraph()
             graph = KNNGraph(n_neighbors=default_n_neighbors(n_nonempty),
-                             n_components=min(default.n_components, n_nonempty, d),
+                             n_components=capped_n_components(n_nonempty, d),
                              random_state=DEFAULT_GRAPH_SEED)
         graph = fit_graph(graph, X, client=client, verbose=bool(est.verbose))
         # the fitted graph through in memory's _fit_graph (it warns when it has no edge)
