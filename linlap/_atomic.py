@@ -32,14 +32,43 @@ _HOST = _host_name()
 #: no file (a write to a full disk)
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
+#: and writing into a pipe or device: its reader gone, or a seek it cannot do
+_IN_PLACE_ERRNOS = _WRITE_ERRNOS | {errno.EPIPE, errno.ESPIPE}
+
+
+def _in_place(path):
+    """Whether :func:`atomic_write` writes ``path`` in place: it exists and, symbolic
+    links followed, is neither a regular file nor a directory (a device, FIFO or socket:
+    /dev/null, /dev/stdout on a pipe), or is a file no path names (/dev/stdout on a
+    deleted file: the link's target is no name to replace)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):  # a new file (or a dangling link: its target is made)
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return True
+    try:
+        return not os.path.samestat(st, os.stat(os.path.realpath(path)))
+    except OSError:
+        return True
+
 
 def check_destination(path):
     """Raise now, naming ``path``, what would make :func:`atomic_write` fail at the end:
     an empty name, a directory, a missing directory, or one where files cannot be
-    created (so that a long run is not wasted on an output it cannot write)."""
+    created (so that a long run is not wasted on an output it cannot write); for a
+    device or FIFO, written in place, a socket or no permission to write it."""
     path = os.fspath(path)
     if not path.strip():
         raise ValueError("an empty file name given for the output")
+    if _in_place(path):  # its directory needs no room for a temporary file
+        if stat.S_ISSOCK(os.stat(path).st_mode):
+            raise OSError(errno.ENXIO, "is a socket; give a file name", path)
+        if not os.access(path, os.W_OK):
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return
     if path.endswith(("/", os.sep)) or os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, "is a directory; give a file name", path)
     directory = os.path.dirname(os.path.abspath(path))
@@ -61,8 +90,19 @@ def atomic_write(path, prefix=".linlap-"):
     ``open(path, 'wb')`` would give: those of the file it replaces, else 0666 less the
     umask (``mkstemp`` makes it 0600). A symbolic link is followed: its target is
     replaced. Errors name ``path``, not the temporary file.
+
+    A destination that exists and is no regular file (a device such as /dev/null, a
+    FIFO, /dev/stdout on a pipe; links followed), or is a file no path names (/dev/stdout
+    on a deleted file), is written in place, as a shell's ``>`` would: a replacement
+    would destroy it, and its directory (/dev) may take no temporary file. What was
+    written then stays written when an error follows.
     """
     path = os.fspath(path)
+    if _in_place(path):
+        check_destination(path)
+        with _write_in_place(path) as fh:
+            yield fh
+        return
     if os.path.islink(path):  # write where the link points, as open() would
         path = os.path.realpath(path)
     check_destination(path)
@@ -106,6 +146,27 @@ def atomic_write(path, prefix=".linlap-"):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def _write_in_place(path):
+    """``open(path, 'wb')``, with :func:`atomic_write`'s error names: its own steps'
+    errors (flush, close) and those of the caller's writes that writing causes name
+    ``path``."""
+    in_body = False
+    try:
+        with open(path, "wb") as fh:
+            in_body = True
+            yield fh
+            in_body = False
+    except OSError as exc:
+        if exc.errno is None or exc.filename is not None or (
+                in_body and exc.errno not in _IN_PLACE_ERRNOS):
+            raise
+        strerror = exc.strerror
+        if exc.errno == errno.ESPIPE:  # e.g. a model file, whose header is rewritten
+            strerror = f"{strerror}: this output must be a regular file, not a pipe"
+        raise OSError(exc.errno, strerror, path) from None
 
 
 def remove_stale(directory, prefix, max_age=STALE_AGE):

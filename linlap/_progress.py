@@ -6,9 +6,11 @@ One object per long step (graph search, solver iterations). When progress is wan
 ``every`` updates when the total is unknown) — so logs and pipes stay readable.
 """
 
+import contextlib
+import errno
 import sys
 
-__all__ = ["progress"]
+__all__ = ["progress", "stderr_may_close"]
 
 
 class _Quiet:
@@ -80,3 +82,44 @@ def progress(verbose, total=None, desc="", unit="rows", every=10):
             return _Bar(tqdm(total=total, desc=desc, unit=f" {unit}", file=sys.stderr,
                              leave=False, dynamic_ncols=True))
     return _Lines(total, desc, unit, every)
+
+
+class _DroppingStream:
+    """A stream whose writes, once one finds its reader gone (EPIPE), are dropped."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.closed_by_reader = False
+
+    def _call(self, method, *args):
+        if self.closed_by_reader:
+            return
+        try:
+            method(*args)
+        except OSError as exc:  # BrokenPipeError, or EPIPE from a stream of its own
+            if exc.errno != errno.EPIPE:
+                raise
+            self.closed_by_reader = True
+
+    def write(self, text):
+        self._call(self._stream.write, text)
+        return len(text)
+
+    def flush(self):
+        self._call(self._stream.flush)
+
+    def __getattr__(self, name):  # isatty, fileno, encoding, ...
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def stderr_may_close():
+    """Within: a write to ``sys.stderr`` that finds its reader gone (``linlap fit ...
+    2>&1 | head -1``) is dropped, as are all later ones, instead of raising
+    BrokenPipeError: progress lines, step timings and warnings never stop the work."""
+    stream = sys.stderr
+    sys.stderr = _DroppingStream(stream)
+    try:
+        yield
+    finally:
+        sys.stderr = stream

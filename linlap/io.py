@@ -337,12 +337,18 @@ def unlabeled_marker(fmt, unlabeled_label, option="unlabeled_label"):
     return given
 
 
+#: distinct feature indices beyond the model's that a reader counts exactly
+_MAX_COUNTED = 100_000
+
+
 def _iter_svmlight(path, unlabeled, chunk_size, n_features):
     import scipy.sparse as sp
 
     labels, ids, indptr, indices, values = [], [], [0], [], []
     max_index = -1
     seen = False
+    # entries beyond n_features, and their indices (up to _MAX_COUNTED: bounded memory)
+    dropped, dropped_indices, top = 0, set(), -1
 
     def flush():
         width = n_features if n_features is not None else max_index + 1
@@ -381,7 +387,14 @@ def _iter_svmlight(path, unlabeled, chunk_size, n_features):
                                  f"not index:value (an integer in [0, {MAX_SVMLIGHT_INDEX}] "
                                  f"and a finite number)") from None
             if n_features is not None and j >= n_features:
-                continue  # a feature the model never saw: ignored, like an unknown word
+                # a feature the model never saw: ignored, like an unknown word (but
+                # counted: many of them mean another feature space, warned of below)
+                if v:
+                    dropped += 1
+                    top = max(top, j)
+                    if len(dropped_indices) < _MAX_COUNTED:
+                        dropped_indices.add(j)
+                continue
             max_index = max(max_index, j)
             indices.append(j)
             values.append(v)
@@ -395,6 +408,15 @@ def _iter_svmlight(path, unlabeled, chunk_size, n_features):
         raise ValueError(f"{path}: the file is empty (no svmlight lines)")
     if labels:
         yield flush()
+    if dropped:
+        distinct = len(dropped_indices)
+        distinct = f"{distinct:,}" if distinct < _MAX_COUNTED else f"at least {distinct:,}"
+        warnings.warn(f"{path}: {dropped:,} nonzero entries, in {distinct} distinct "
+                      f"feature indices (up to {top:,}), are "
+                      f"beyond the model's {n_features:,} features (indices 0 to "
+                      f"{n_features - 1:,}) and were ignored; was the file made with "
+                      f"another vectorizer or feature numbering than the model's?",
+                      UserWarning, stacklevel=2)
 
 
 def _visible(names):
@@ -481,8 +503,9 @@ def iter_batches(path, fmt="auto", *, text_column="text", label_column="label",
         warning); False reads every file, those directly in it first, then the
         sub-folders' in name order.
     n_features : int or None
-        svmlight: width of the matrices (features beyond it are ignored). None reads
-        the whole file as one batch and uses the largest index + 1.
+        svmlight: width of the matrices, the model's (features beyond it are ignored,
+        with a warning once the file is read). None reads the whole file as one batch
+        and uses the largest index + 1.
     """
     path = os.fspath(path)
     fmt = detect_format(path, fmt)

@@ -119,7 +119,9 @@ def test_hashing_lapsvm_and_directory_input(tmp_path):
     assert res.stderr == ""
     res = run("top-features", tmp_path / "h.model", "-n", 3)
     assert res.returncode == 0, res.stderr
-    assert "unavailable" in res.stdout and "feature " in res.stdout
+    # the note on stderr (as evaluate's), the lists alone on stdout
+    assert "unavailable" in res.stderr and "feature " in res.stdout
+    assert res.stdout.startswith("class ") and "unavailable" not in res.stdout
     res = run("evaluate", tmp_path / "h.model", tmp_path / "docs", "-q")
     assert res.returncode == 0, res.stderr
     assert "30 labeled documents" in res.stdout
@@ -217,7 +219,10 @@ def test_usage_errors_exit_2(tmp_path):
     assert res.returncode == 2 and "Traceback" not in res.stderr
     res = run("fit", tmp_path / "x.csv", "--model", "m", "--estimator", "svm")
     assert res.returncode == 2
-    assert run().returncode == 2
+    res = run()  # no command: usage and an error on stderr (it was the help on stdout)
+    assert res.returncode == 2 and res.stdout == "" and res.stderr.startswith("usage: linlap")
+    assert "linlap: error: give a command: demo, fit, predict, evaluate, top-features, " \
+        "plot" in res.stderr
 
 
 @pytest.mark.parametrize("argv", [
@@ -693,6 +698,21 @@ def test_predict_ids_of_csv_rows(tmp_path, capsys):
     (["fit", "{csv}", "--model", "{m}", "--class-prior", "0.5,nan"], "in [0, 1]"),
     (["fit", "{csv}", "--model", "{m}", "--class-prior", "1.5,-0.5"], "in [0, 1]"),
     (["demo", "--n-labels", "2000"], "--n-labels 2000: the PCMAC training set has 1168"),
+    # options of the other vectorizer (were ignored)
+    (["fit", "{csv}", "--model", "{m}", "--vectorizer", "hashing", "--min-df", "50"],
+     "--min-df applies to --vectorizer tfidf only"),
+    (["fit", "{csv}", "--model", "{m}", "--n-features", "10"],
+     "--n-features applies to --vectorizer hashing only"),
+    # weights the estimator refuses (were refused once the graph was built, exit 1)
+    (["fit", "{csv}", "--model", "{m}", "--gamma-A", "0", "--gamma-I", "0"],
+     "--gamma-A 0 and --gamma-I 0: give one of them > 0"),
+    (["fit", "{csv}", "--model", "{m}", "--gamma-A", "0", "--gamma-I", "auto"],
+     "--gamma-I auto needs --gamma-A > 0"),
+    # DATA and --format at odds (were exit 1)
+    (["fit", "-", "--model", "{m}"], "DATA - (standard input) needs --format"),
+    (["evaluate", "{model}", "-", "--format", "dir"], "DATA - (standard input) needs"),
+    (["fit", "{csv}", "--model", "{m}", "--format", "dir"], "d.csv is not a directory"),
+    (["predict", "{model}", "{dir}", "--format", "csv"], "--format csv: "),
 ])
 def test_options_refused_before_reading_exit_2(tmp_path, capsys, monkeypatch, argv, fragment):
     import linlap.io
@@ -758,7 +778,8 @@ def test_data_from_standard_input(tmp_path, corpus, model):
                     "--label-column", "topic", "-q")
     assert res.returncode == 0 and "200 labeled documents in -" in res.stdout, res.stderr
     res = run_stdin("predict", model, "-")
-    assert_user_error(res, "standard input", "--format")
+    assert res.returncode == 2 and res.stderr.startswith("linlap: error: DATA - (standard "
+                                                         "input) needs --format"), res.stderr
     bad = subprocess.run([sys.executable, "-m", "linlap", "predict", str(model), "-",
                           "--format", "jsonl", "--text-column", "body"],
                          input='{"body": "fine"}\n{"body": oops}\n', capture_output=True,
@@ -1077,14 +1098,20 @@ def test_top_features_of_a_bare_classifier_says_it_has_no_vectorizer(tmp_path, c
         X, np.where(np.arange(40) < 10, y, ""))
     save(est, tmp_path / "bare.model")
     assert main(["top-features", str(tmp_path / "bare.model"), "-n", "2"]) == 0
-    out = capsys.readouterr().out
-    note = out.splitlines()[0]
+    out, note = capsys.readouterr()
+    assert out.startswith("class ")
     assert "svmlight matrix" not in note and "has no vectorizer" in note, note
     assert "columns are shown as indices" in note
     # the indices are the columns of coef_ (0-based, as the matrix it was fit on)
     order = np.argsort(-est.coef_[0], kind="stable")
     assert [ln for ln in out.splitlines() if ln.startswith("    ")][0].endswith(
         f"feature {order[0]}")
+    # predict on text: what the model expects, not how it was fit (it was 'the model was
+    # fit on an svmlight matrix', of a model fit on text)
+    data = _write_texts_csv(tmp_path / "d.csv", texts, y)
+    line = _error_of(capsys, main(["predict", str(tmp_path / "bare.model"), str(data)]), 1,
+                     "d.csv: the model has no vectorizer", "svmlight input")
+    assert "fit on" not in line
 
 
 def test_top_features_ranks_terms_not_embedding_dimensions(tmp_path, capsys):
@@ -1104,11 +1131,10 @@ def test_top_features_ranks_terms_not_embedding_dimensions(tmp_path, capsys):
     n_terms = len(model[0].vocabulary_)
     # lists as long as the vocabulary: every column the command ranks is printed
     assert main(["top-features", str(tmp_path / "emb.model"), "-n", "100"]) == 0
-    out = capsys.readouterr().out
+    out, note = capsys.readouterr()
     listed = _feature_lines(out)
     assert not [t for t in listed if t.startswith("embedding_")], out
     assert sorted(set(listed)) == sorted(model[0].vocabulary_) and len(listed) == 2 * n_terms
-    note = out.splitlines()[0]
     assert "3 embedding dimensions" in note and "left out" in note and "scale" in note
     assert "last 3 columns of model[-1].coef_" in note
 
@@ -1156,7 +1182,7 @@ def test_graph_space_svd_on_fewer_documents_or_terms_than_svd_dimensions(tmp_pat
         w.writerow(["text", "label"])
         w.writerows(rows)
     res = run("fit", data, "--model", tmp_path / "m.joblib", "--graph-space", "svd",
-              "--vectorizer", vectorizer, "--min-df", 1)
+              "--vectorizer", vectorizer, *(["--min-df", 1] if vectorizer == "tfidf" else []))
     assert res.returncode == 0, res.stderr
     assert "graph: exact search in the SVD embedding" in res.stderr
 
@@ -1167,3 +1193,233 @@ def test_graph_space_option_refuses_other_values(capsys):
         main(["fit", "x.csv", "--model", "m", "--graph-space", "pca"])
     assert exc.value.code == 2
     assert "--graph-space" in capsys.readouterr().err
+
+
+# ------------------------------------- review: device/FIFO outputs, a closed stderr, --model -
+
+def _env():
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return env
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_outputs_that_are_no_regular_file_are_written_in_place(tmp_path, capfd):
+    """--out a FIFO, a link to one or /dev/stdout: written into, never replaced."""
+    import stat
+
+    from linlap.cli import main
+    from test_persistence import _fifo_reader
+
+    texts, y, data, model = _fit_small_text_model(tmp_path)
+    assert main(["predict", str(model), str(data), "-q"]) == 0
+    expected = capfd.readouterr().out.encode()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "link").symlink_to(fifo)
+    for out in (fifo, tmp_path / "link"):
+        received = []
+        stop = _fifo_reader(fifo, received)
+        code = main(["predict", str(model), str(data), "--out", str(out), "-q"])
+        stop()
+        assert code == 0 and received == [expected]
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    # a model needs a seekable file: a pipe is refused before the fit
+    _error_of(capfd, main(["fit", str(data), "--model", str(fifo), "-q"]), 2,
+              f"--model {fifo} is a pipe")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["d.csv", "fifo", "link", "m.model"]
+    # /dev/stdout: on capfd's deleted temporary file (was: a new file '... (deleted)')
+    capfd.readouterr()
+    assert main(["predict", str(model), str(data), "--out", "/dev/stdout", "-q"]) == 0
+    assert capfd.readouterr().out.encode() == expected
+    # and on a pipe (was: '/proc/<pid>/fd/pipe:[…]: No such file or directory')
+    res = subprocess.run([sys.executable, "-m", "linlap", "predict", str(model), str(data),
+                          "--out", "/dev/stdout", "-q"], capture_output=True, env=_env(),
+                         timeout=300)
+    assert res.returncode == 0 and res.stdout == expected, res.stderr
+
+
+def test_a_closed_stderr_does_not_stop_fit(tmp_path):
+    """`linlap fit ... 2>&1 | head -1`: progress lines, solver iterations and warnings
+    that find stderr closed are dropped; the fit completes and saves (it stopped at the
+    first line and exited 0 with no model)."""
+    import linlap
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts + [""] * 3,  # empty rows: a warning
+                            [c if i < 12 else "" for i, c in enumerate(y)] + [""] * 3)
+    model = tmp_path / "m.model"
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        res = subprocess.run([sys.executable, "-m", "linlap", "fit", str(data), "--model",
+                              str(model), "--n-neighbors", "5", "-v"], stderr=write,
+                             stdout=subprocess.PIPE, env=_env(), timeout=300)
+    finally:
+        os.close(write)
+    assert res.returncode == 0 and res.stdout == b""
+    assert linlap.load(model).predict(["apple pear plum"])[0] == "fruit"
+
+
+def test_broken_pipe_of_a_named_output_is_an_error(tmp_path, capsys, monkeypatch):
+    """Only standard output closed by its reader (`| head`) ends a command quietly with
+    status 0; a named output whose reader left (a FIFO) is an error."""
+    import errno
+
+    import linlap.cli
+    from linlap.cli import main
+
+    def reader_left(args):
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe", "out.fifo")
+
+    monkeypatch.setattr(linlap.cli, "_predict", reader_left)
+    _error_of(capsys, main(["predict", "m", "d.csv"]), 1, "out.fifo: Broken pipe")
+
+
+def test_model_to_standard_output_is_refused(tmp_path, capsys):
+    from linlap.cli import main
+
+    _error_of(capsys, main(["fit", "missing.csv", "--model", "-"]), 2,
+              "--model needs a file name; '-' (standard output) is not supported")
+    assert not os.path.exists("-")
+
+
+# ------------------------------------- review: svmlight feature spaces and markers, messages
+
+def _svmlight_rows(n=60, seed=0):
+    """``n`` rows of two classes over features 1…20 (class c: 1…5 or 6…10, plus 20)."""
+    rng = np.random.RandomState(seed)
+    rows = []
+    for i in range(n):
+        feats = {1 + j + 5 * (i % 2): 1.0 for j in rng.choice(5, 2, replace=False)}
+        feats[20] = rng.rand()
+        rows.append(" ".join(f"{j}:{v:.3f}" for j, v in sorted(feats.items())))
+    return rows
+
+
+def test_svmlight_features_beyond_the_model_are_dropped_with_a_warning(tmp_path, capsys):
+    from linlap.cli import main
+
+    rows = _svmlight_rows()
+    train = _write(tmp_path / "train.svm", "".join(
+        f"{(i % 2) * 2 - 1 if i < 20 else 0} {row}\n" for i, row in enumerate(rows)))
+    model = tmp_path / "m.model"
+    assert main(["fit", str(train), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    assert main(["predict", str(model), str(train), "-q"]) == 0
+    expected = capsys.readouterr().out
+    # five nonzero entries at indices 21 and 30, beyond the model's 21 features (0…20),
+    # and a zero (not counted)
+    extra = {0: " 21:0.5 30:1", 1: " 21:0.5 30:2", 2: " 30:0.25", 3: " 22:0"}
+    wide = _write(tmp_path / "wide.svm", "".join(
+        f"{(i % 2) * 2 - 1} {row}{extra.get(i, '')}\n" for i, row in enumerate(rows)))
+    assert main(["predict", str(model), str(wide), "-q"]) == 0
+    out, err = capsys.readouterr()
+    assert out == expected  # still dropped, like unknown words
+    warnings = [ln for ln in err.splitlines() if ln.startswith("linlap: warning:")]
+    assert warnings == [f"linlap: warning: {wide}: 5 nonzero entries, in 2 distinct "
+                        f"feature indices (up to 30), are beyond the model's 21 features "
+                        f"(indices 0 to 20) and were ignored; was the file made with "
+                        f"another vectorizer or feature numbering than the model's?"]
+    assert main(["evaluate", str(model), str(wide), "-q"]) == 0
+    assert "beyond the model's 21 features" in capsys.readouterr().err
+    # a file within the model's features: no warning
+    assert main(["evaluate", str(model), str(train), "-q"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_svmlight_classes_0_1_with_unlabeled_rows_marked_minus_1(tmp_path, capsys):
+    """0 is svmlight's default marker: a 0/1 file whose unlabeled rows are -1 loses its
+    class 0 and gains a class -1; fit says how to read it (it said only 'only 10 of the
+    60 rows are unlabeled')."""
+    from linlap.cli import main
+
+    rows = _svmlight_rows()
+    data = _write(tmp_path / "d.svm", "".join(
+        f"{i % 2 if i < 20 else -1} {row}\n" for i, row in enumerate(rows)))
+    model = str(tmp_path / "m.model")
+    assert main(["fit", str(data), "--model", model, "--n-neighbors", "5", "-q"]) == 0
+    hints = [ln for ln in capsys.readouterr().err.splitlines() if "-1 is read as" in ln]
+    assert hints == [f"linlap: warning: {data}: -1 is read as a class (40 rows) and only "
+                     f"the 10 rows labeled 0 as unlabeled (0 is svmlight's default "
+                     f"marker); pass --unlabeled-label -1 if -1 marks your unlabeled rows "
+                     f"(0 is then a class)"]
+    # following it: classes 0 and 1, 40 unlabeled rows, no hint
+    assert main(["fit", str(data), "--model", model, "--n-neighbors", "5",
+                 "--unlabeled-label", "-1"]) == 0
+    err = capsys.readouterr().err
+    assert "40 unlabeled" in err and "classes: 0, 1" in err and "warning" not in err
+    # the SVMlight convention (-1/+1 classes, 0 unlabeled): no hint
+    data = _write(tmp_path / "pm.svm", "".join(
+        f"{(i % 2) * 2 - 1 if i < 20 else 0.0} {row}\n" for i, row in enumerate(rows)))
+    assert main(["fit", str(data), "--model", model, "--n-neighbors", "5", "-q"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_vectorizer_errors_name_the_file_and_the_option(tmp_path, capsys):
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(30)
+    data = _write_texts_csv(tmp_path / "d.csv", texts, [c if i < 10 else ""
+                                                        for i, c in enumerate(y)])
+    model = str(tmp_path / "m.model")
+    # was scikit-learn's 'max_df corresponds to < documents than min_df'
+    line = _error_of(capsys, main(["fit", str(data), "--model", model, "--min-df", "31"]), 1,
+                     f"{data}: --min-df 31 is more than the 30 documents")
+    assert "max_df" not in line
+    # was 'empty vocabulary; perhaps the documents only contain stop words'
+    stop = _write_texts_csv(tmp_path / "s.csv", ["the and of", "is the", "of and", "the is"],
+                            ["a", "b", "", ""])
+    _error_of(capsys, main(["fit", str(stop), "--model", model]), 1,
+              f"{stop}: no term is left after the vectorizer's filtering",
+              "--min-df 2", "--stop-words english", "lower --min-df or pass --stop-words none")
+    # was 'After pruning, no terms remain. Try a lower min_df or a higher max_df.'
+    once = _write_texts_csv(tmp_path / "o.csv", ["apple pear", "engine wheel", "plum", "gear"],
+                            ["a", "b", "", ""])
+    line = _error_of(capsys, main(["fit", str(once), "--model", model, "--stop-words",
+                                   "none"]), 1, f"{once}: no term is left", "--min-df 2")
+    assert "stop" not in line
+    # hashing: no vocabulary, but no term either (was 'X has 0 non-empty rows: ...')
+    line = _error_of(capsys, main(["fit", str(stop), "--model", model, "--vectorizer",
+                                   "hashing"]), 1, f"{stop}: no term is left",
+                     "--stop-words english", "pass --stop-words none")
+    assert "--min-df" not in line  # not applied by hashing
+    signs = _write_texts_csv(tmp_path / "x.csv", ["a b", "!!", "c", "? d"], ["a", "b", "", ""])
+    _error_of(capsys, main(["fit", str(signs), "--model", model, "--vectorizer", "hashing",
+                            "--stop-words", "none"]), 1,
+              f"{signs}: no term in the documents (terms are words of two or more")
+    empty = _write_texts_csv(tmp_path / "e.csv", ["", " ", "", ""], ["a", "b", "", ""])
+    for vectorizer in ("tfidf", "hashing"):
+        _error_of(capsys, main(["fit", str(empty), "--model", model, "--vectorizer",
+                                vectorizer]), 1, f"{empty}: every document is empty")
+    assert not os.path.exists(model)
+
+
+def test_fit_says_when_embedding_is_capped(tmp_path, capsys):
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(30)
+    data = _write_texts_csv(tmp_path / "d.csv", texts, [c if i < 10 else ""
+                                                        for i, c in enumerate(y)])
+    assert main(["fit", str(data), "--model", str(tmp_path / "m"), "--n-neighbors", "5",
+                 "--embedding", "50"]) == 0
+    line = next(ln for ln in capsys.readouterr().err.splitlines() if "vocabulary" in ln)
+    assert line == ("vocabulary: 12 terms + 11 embedding dimensions (--embedding 50 capped: "
+                    "at most the terms - 1)")
+
+
+def test_help_states_defaults_and_arguments():
+    def seed_help(*cmd):
+        text = run(*cmd, "--help").stdout.split("\n  --seed SEED")[1]
+        return " ".join(text.split("\n\n")[0].split("\n  -")[0].split())
+
+    seed = seed_help("fit")
+    assert "SVD" in seed and "approximate" in seed and "(default 0)" in seed, seed
+    assert seed_help("demo").endswith("(default 0)")
+    assert seed_help("plot", "labels").endswith("(default 0)")
+    for cmd in ("predict", "evaluate"):
+        res = run(cmd, "--help")
+        args = res.stdout.split("positional arguments:")[1].split("options:")[0]
+        assert "a model file written by linlap fit" in args
+        assert len([ln for ln in args.splitlines() if ln.strip()]) > 2  # DATA's help too
+    assert "Predict the labeled rows of DATA" in run("evaluate", "--help").stdout

@@ -36,6 +36,7 @@ def test_demo_runs_and_reports():
     assert len(errors) == 2 and all(0 <= e <= 100 for e in errors)
 
 
-def test_cli_without_command_prints_help():
+def test_cli_without_command_is_a_usage_error():
     out = run_python(None, "-m", "linlap")
-    assert out.returncode == 2 and "demo" in out.stdout
+    assert out.returncode == 2 and out.stdout == ""
+    assert "usage:" in out.stderr and "give a command: demo, fit" in out.stderr

@@ -513,3 +513,91 @@ def test_a_read_error_during_a_write_keeps_its_own_name(tmp_path):
             raise OSError(errno.ENOSPC, "No space left on device")
     assert info.value.filename == str(dest)
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+
+
+# ------------------------------------------ atomic_write: outputs that are no regular file
+
+def _fifo_reader(path, received):
+    """A thread reading the FIFO ``path`` to its end into ``received``; ``stop()`` ends it
+    if nothing ever opened the FIFO for writing."""
+    import threading
+
+    def read():
+        with open(path, "rb") as fh:
+            received.append(fh.read())
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+
+    def stop():
+        thread.join(10)
+        if thread.is_alive():  # no writer came: give the reader an end of file
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+            thread.join(10)
+    return stop
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_atomic_write_into_a_fifo_writes_in_place(tmp_path, fitted):
+    """A FIFO (or a link to one) is written into, as a shell's '>' would; it was replaced
+    by a regular file."""
+    import errno
+    import stat
+    import threading
+
+    from linlap._atomic import atomic_write, check_destination
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to(fifo)
+    for dest in (fifo, link):
+        received = []
+        stop = _fifo_reader(fifo, received)
+        with atomic_write(dest) as fh:
+            fh.write(b"through the pipe")
+        stop()
+        assert received == [b"through the pipe"]
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and link.is_symlink()
+        assert sorted(os.listdir(tmp_path)) == ["fifo", "link"]  # no temporary file
+    check_destination(fifo)  # a FIFO is a destination, like /dev/null
+    # a model is written with seeks: save() to a pipe fails, naming it and why
+    received = []
+    stop = _fifo_reader(fifo, received)
+    with pytest.raises(OSError) as info:
+        linlap.save(fitted, fifo)
+    stop()
+    assert info.value.errno == errno.ESPIPE and info.value.filename == str(fifo)
+    assert "must be a regular file" in info.value.strerror
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+    # the reader gone: the write fails, naming the FIFO (not a nameless broken pipe)
+    opened, closed = threading.Event(), threading.Event()
+
+    def leave():
+        with open(fifo, "rb"):
+            opened.set()
+        closed.set()
+
+    threading.Thread(target=leave, daemon=True).start()
+    with pytest.raises(BrokenPipeError) as info:
+        with atomic_write(fifo) as fh:
+            closed.wait(10)
+            fh.write(b"x" * 100_000)
+    assert info.value.filename == str(fifo)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_atomic_write_into_a_deleted_file_behind_a_descriptor_link(tmp_path):
+    """/dev/stdout redirected to a deleted file: the link names no file to replace (it
+    made one called '<name> (deleted)'), so the open file is written in place."""
+    from linlap._atomic import atomic_write
+
+    out = tmp_path / "out.txt"
+    with open(out, "w+b") as held:
+        os.unlink(out)
+        with atomic_write(f"/proc/self/fd/{held.fileno()}") as fh:
+            fh.write(b"kept")
+        held.seek(0)
+        assert held.read() == b"kept"
+    assert os.listdir(tmp_path) == []

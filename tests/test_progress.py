@@ -28,3 +28,42 @@ def test_lines_every_few_updates_without_total(capsys):
     assert lines == ["[CG] iteration 1, relative_residual 1.000e+00",
                      "[CG] iteration 5, relative_residual 1.000e-04",
                      "[CG] iteration 10, relative_residual 1.000e-09"]
+
+
+def test_a_closed_stderr_drops_the_lines_instead_of_stopping_the_work(monkeypatch):
+    """`2>&1 | head -1`: the first write that finds the reader gone, and every later one,
+    is dropped; other errors still raise."""
+    import errno
+    import sys
+
+    import pytest
+
+    from linlap._progress import stderr_may_close
+
+    class ClosedPipe:
+        def __init__(self, exc):
+            self.exc, self.calls = exc, 0
+
+        def write(self, text):
+            self.calls += 1
+            raise self.exc
+
+        def flush(self):
+            pass
+
+        def isatty(self):
+            return False
+
+    closed = ClosedPipe(BrokenPipeError(errno.EPIPE, "Broken pipe"))
+    monkeypatch.setattr(sys, "stderr", closed)
+    with stderr_may_close():
+        bar = progress(True, total=10, desc="search")
+        for _ in range(10):
+            bar.update(1)
+        print("a step line", file=sys.stderr, flush=True)
+    assert closed.calls == 1 and sys.stderr is closed
+    full = ClosedPipe(OSError(errno.EIO, "Input/output error"))
+    monkeypatch.setattr(sys, "stderr", full)
+    with pytest.raises(OSError), stderr_may_close():
+        print("a line", file=sys.stderr)
+    assert sys.stderr is full

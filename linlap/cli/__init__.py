@@ -72,7 +72,8 @@ def build_parser():
                                        "with a supervised LinearSVC")
     demo.add_argument("--n-labels", type=_int_arg(1), default=50,
                       help="labeled training documents (default 50)")
-    demo.add_argument("--seed", type=_seed_arg, default=0, help="seed of the label draw")
+    demo.add_argument("--seed", type=_seed_arg, default=0,
+                      help="seed of the label draw (default 0)")
     demo.set_defaults(func=_demo)
 
     fit = sub.add_parser(
@@ -121,7 +122,10 @@ def build_parser():
                         "embedding; on IMDB sentiment its graph was about a point more "
                         "accurate, on topic corpora 1.1-4.1 points less: "
                         "bench/RESULTS.md)")
-    g.add_argument("--seed", type=_seed_arg, default=0, help="random seed of the graph search")
+    g.add_argument("--seed", type=_seed_arg, default=0,
+                   help="seed of the graph's SVD and approximate (pynndescent) search, used "
+                        "with --graph-space svd or above 50,000 documents; the default "
+                        "exact search needs none (default 0)")
     g = fit.add_argument_group("estimator")
     g.add_argument("--estimator", choices=("laprls", "lapsvm", "laps3vm"), default="laprls",
                    help="Laplacian RLS (default), Laplacian SVM (finite Newton) or the "
@@ -157,7 +161,7 @@ def build_parser():
                                       "directory: every file in it, those directly in it "
                                       "first, then each sub-folder's in name order (names "
                                       "starting with '.' skipped); --ids names them.")
-    pred.add_argument("model", metavar="MODEL")
+    pred.add_argument("model", metavar="MODEL", help="a model file written by linlap fit")
     pred.add_argument("data", metavar="DATA",
                       help="a file, a directory of text files (in sub-folders or not), "
                            "or - (standard input, with --format)")
@@ -177,9 +181,16 @@ def build_parser():
     pred.set_defaults(func=_predict)
 
     ev = sub.add_parser("evaluate", help="accuracy, macro-F1, per-class precision/recall "
-                                         "and confusion matrix on labeled documents")
-    ev.add_argument("model", metavar="MODEL")
-    ev.add_argument("data", metavar="DATA")
+                                         "and confusion matrix on labeled documents",
+                        description="Predict the labeled rows of DATA in chunks and print "
+                                    "accuracy, macro-F1, per-class precision, recall and "
+                                    "F1, and the confusion matrix. Unlabeled rows are "
+                                    "skipped; classes absent from the model are noted on "
+                                    "stderr.")
+    ev.add_argument("model", metavar="MODEL", help="a model file written by linlap fit")
+    ev.add_argument("data", metavar="DATA",
+                    help="labeled documents: a file, a directory with one folder of text "
+                         "files per class, or - (standard input, with --format)")
     ev.add_argument("--chunk-size", type=_int_arg(1), default=_CHUNK, metavar="N",
                     help=f"documents per chunk (default {_CHUNK})")
     _add_input_options(ev, "label column (unlabeled rows are skipped)")
@@ -194,7 +205,7 @@ def build_parser():
                                      "Without a vocabulary (hashing, svmlight input, a "
                                      "classifier saved alone) columns are shown as "
                                      "indices; --embedding dimensions are left out.")
-    top.add_argument("model", metavar="MODEL")
+    top.add_argument("model", metavar="MODEL", help="a model file written by linlap fit")
     top.add_argument("-n", "--top", dest="n", type=_int_arg(1), default=30, metavar="N",
                      help="terms per list (default 30)")
     top.set_defaults(func=_top_features)
@@ -225,24 +236,38 @@ def build_parser():
                     help="neighbours of the graph (default 50, at most a twentieth of the "
                          "documents but at least 5; any K is capped by the documents)")
     pl.add_argument("--seed", type=_seed_arg, default=0,
-                    help="seed of the label draws and the graph search")
+                    help="seed of the test split, the label draws and the graph search "
+                         "(default 0)")
     _add_input_options(pl)
     pl.set_defaults(func=_plot_entry)
+    parser.commands = tuple(sub.choices)  # named when none is given
     return parser
 
 
 
 def main(argv=None):
+    from .._progress import stderr_may_close
+
+    # a closed stderr (`2>&1 | head`) silences the diagnostics, never the work
+    with stderr_may_close():
+        return _main(argv)
+
+
+def _main(argv):
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "func", None) is None:
-        parser.print_help()
-        return 2
+    if args.command is None:  # usage and an error on stderr, exit 2 (argparse's convention)
+        parser.error(f"give a command: {', '.join(parser.commands)} ('linlap --help' "
+                     f"describes them)")
     try:
         with warnings.catch_warnings():  # restores showwarning for in-process callers
             warnings.showwarning = show_warning
             return args.func(args)
-    except BrokenPipeError:  # `linlap ... | head`: not an error
+    except BrokenPipeError as exc:
+        if exc.filename is not None:  # a named output whose reader left (a FIFO): failed
+            return _error(exc)
+        # standard output closed (`linlap ... | head`): not an error (stderr's writes
+        # never raise here, and a named output's errors name it)
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
@@ -253,14 +278,19 @@ def main(argv=None):
         print(f"linlap: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except (ValueError, OSError, MemoryError) as exc:
-        msg = " ".join(str(exc).split()) or type(exc).__name__
-        if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-            msg = f"{exc.filename}: {exc.strerror}"
-        print(f"linlap: error: {msg}", file=sys.stderr)
-        return 1
+        return _error(exc)
     except KeyboardInterrupt:
         print("linlap: interrupted", file=sys.stderr)
         return 130
+
+
+def _error(exc):
+    """One ``linlap: error:`` line for an input or output problem; exit status 1."""
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        msg = f"{exc.filename}: {exc.strerror}"
+    print(f"linlap: error: {msg}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -137,6 +137,20 @@ def _refuse_to_replace_inputs(option, output, inputs):
                              f"replace it; give another file name")
 
 
+def _check_format_option(args):
+    """A wrong command line when DATA is standard input without --format, or --format
+    dir names a file (or a file format a directory): before :func:`detect_format`."""
+    if args.data == "-":
+        if args.format in ("auto", "dir"):
+            raise UsageError("DATA - (standard input) needs --format jsonl, csv or svmlight")
+    elif args.format != "auto" and os.path.exists(args.data) \
+            and (args.format == "dir") != os.path.isdir(args.data):
+        if args.format == "dir":
+            raise UsageError(f"--format dir: {args.data} is not a directory")
+        raise UsageError(f"--format {args.format}: {args.data} is a directory (--format "
+                         f"dir, or leave --format out)")
+
+
 def _check_columns(args):
     """A wrong command line when the label column is the text column (every document
     would be a class of its own): for the commands that read both."""
@@ -210,6 +224,7 @@ def _model_input(args, need_labels=False):
 
     if need_labels:
         _check_columns(args)
+    _check_format_option(args)
     model, metadata = _load_model(args.model, args.data)
     fmt = detect_format(args.data, args.format)
     kind = _model_input_kind(model)
@@ -219,8 +234,8 @@ def _model_input(args, need_labels=False):
         if kind == "text":
             raise ValueError(f"{args.data}: the model was fit on text, but this input is "
                              f"svmlight; give it CSV, JSON-lines or a directory of texts")
-        raise ValueError(f"{args.data}: the model was fit on an svmlight matrix; give it "
-                         f"svmlight input (--format svmlight)")
+        raise ValueError(f"{args.data}: the model has no vectorizer (it expects a numeric "
+                         f"matrix: svmlight input, --format svmlight)")
     unlabeled_label = _unlabeled_label(args, fmt, metadata.get("unlabeled_label"))
     n_features = None
     if kind == "matrix":

@@ -1,5 +1,7 @@
 """``linlap top-features``: the highest- and lowest-weighted terms per class."""
 
+import sys
+
 from ._common import _load_model
 
 
@@ -32,14 +34,15 @@ def _top_features(args):
     coef, names = fw.coef, fw.names
     classes = [str(c) for c in fw.est.classes_]
     if names is None:
-        print(f"(term names are unavailable: {_no_names_reason(model)})")
+        # notes on stderr, like evaluate's: stdout holds the lists alone
+        print(f"(term names are unavailable: {_no_names_reason(model)})", file=sys.stderr)
         names = np.array([f"feature {j}" for j in fw.columns], dtype=object)
     if fw.n_embedding:
         last = (f"; they are the last {fw.n_embedding} columns of model[-1].coef_"
                 if len(model.steps) == 2 else "")
         print(f"(terms only: the {fw.n_embedding} embedding dimensions (--embedding) are "
               f"left out: dense and on another scale than the TF-IDF terms, their weights "
-              f"do not rank against the terms'{last})")
+              f"do not rank against the terms'{last})", file=sys.stderr)
     if coef.shape[0] == 1 and len(classes) == 2:
         rows = [(f"{classes[1]} (positive weights; negative weights point to "
                  f"{classes[0]})", coef[0])]

@@ -1,10 +1,12 @@
 """``linlap fit``: vectorize, build the graph and fit an estimator; save the model."""
 
 import math
+import os
+import stat
 import sys
 
 from .._atomic import check_destination
-from ._common import (TEXT_OPTIONS, _check_columns, _reader_kwargs,
+from ._common import (TEXT_OPTIONS, _check_columns, _check_format_option, _reader_kwargs,
                       _refuse_to_replace_inputs, _Reporter, _unlabeled_label, UsageError)
 
 
@@ -45,6 +47,16 @@ def _check_estimator_options(args):
         raise UsageError("--gamma-U applies to --estimator laps3vm only")
     if args.class_prior is not None and args.class_prior.lower() == "predicted":
         raise UsageError("--class-prior predicted applies to --estimator laps3vm only")
+
+
+def _check_weights(args):
+    """Weights the estimators would refuse once the graph is built."""
+    if args.gamma_A == 0 and args.gamma_I == 0:
+        raise UsageError("--gamma-A 0 and --gamma-I 0: give one of them > 0 (with neither "
+                         "the problem is unregularised and, with few labels, singular)")
+    if args.gamma_I == "auto" and args.gamma_A == 0:
+        raise UsageError("--gamma-I auto needs --gamma-A > 0 (its --gamma-I 0 candidate is "
+                         "a ridge fit)")
 
 
 def _make_text_vectorizer(args):
@@ -95,6 +107,51 @@ def _warn_marker_classes(args, fmt, labels, classes):
                       f"unlabeled ones, {hint}", UserWarning, stacklevel=2)
 
 
+def _warn_minus_one_class(args, labels, n_unlabeled):
+    """svmlight input read with its default marker, 0: warn when -1 is a class of more
+    rows than are unlabeled, as when a 0/1 file marks its unlabeled rows -1 (its class 0
+    went unlabeled). Not when fewer: -1/+1 classes with unlabeled 0 rows is the
+    SVMlight convention."""
+    import warnings
+
+    count = sum(lab == "-1" for lab in labels)
+    if count <= n_unlabeled:
+        return
+    unlabeled = (f"only the {n_unlabeled} rows labeled 0 as unlabeled" if n_unlabeled
+                 else "no row as unlabeled")
+    warnings.warn(f"{args.data}: -1 is read as a class ({count} rows) and {unlabeled} "
+                  f"(0 is svmlight's default marker); pass --unlabeled-label -1 if -1 "
+                  f"marks your unlabeled rows (0 is then a class)", UserWarning,
+                  stacklevel=2)
+
+
+def _no_term_error(args):
+    """The message for documents in which the vectorizer finds no term, naming DATA and
+    the options that filter terms out."""
+    tfidf = args.vectorizer == "tfidf"
+    filters = [f"--min-df {args.min_df} drops the terms of fewer documents"] \
+        if tfidf and args.min_df > 1 else []
+    if args.stop_words != "none":
+        filters.append(f"--stop-words {args.stop_words} drops the stop words")
+    if not filters:  # the tokenizer's alone
+        return (f"{args.data}: no term in the documents (terms are words of two or more "
+                f"letters or digits)")
+    fixes = (["lower --min-df"] if tfidf and args.min_df > 1 else []) + (
+        ["pass --stop-words none"] if args.stop_words != "none" else [])
+    return (f"{args.data}: no term is left after the vectorizer's filtering "
+            f"({'; '.join(filters)}); {' or '.join(fixes)}")
+
+
+def _vectorizer_error(args, exc):
+    """The message of the vectorizer's ``exc``, naming DATA and the options."""
+    msg = " ".join(str(exc).split())
+    if "empty vocabulary" in msg or "no terms remain" in msg:  # scikit-learn's words
+        return _no_term_error(args)
+    if args.embedding:
+        return f"{args.data}: --embedding {args.embedding}: {msg}"
+    return f"{args.data}: {msg}"
+
+
 # ----------------------------------------------------------------------------- fit
 
 def _fit(args):
@@ -109,15 +166,24 @@ def _fit(args):
     rep = _Reporter(args.quiet)
     if not args.model.strip():
         raise UsageError("--model: an empty file name")
+    if args.model == "-":
+        raise UsageError("--model needs a file name; '-' (standard output) is not "
+                         "supported for models")
+    if os.path.exists(args.model) and stat.S_ISFIFO(os.stat(args.model).st_mode):
+        # save() rewrites the header once the model is written: it needs to seek
+        raise UsageError(f"--model {args.model} is a pipe; a model is written with "
+                         f"seeks: give a regular file")
     check_destination(args.model)  # before the fit, not after it
     _refuse_to_replace_inputs("--model", args.model, [(args.data, "input file (DATA)")])
     _check_columns(args)
     _check_estimator_options(args)
+    _check_weights(args)
     s3vm = args.estimator == "laps3vm"
     class_prior = _parse_class_prior(args.class_prior if args.class_prior is not None
                                      else "predicted" if s3vm else "none")
     if args.embedding and args.vectorizer != "tfidf":
         raise UsageError("--embedding needs --vectorizer tfidf (a vocabulary)")
+    _check_format_option(args)
     fmt = detect_format(args.data, args.format)
     unlabeled_label = _unlabeled_label(args, fmt)
     if fmt == "svmlight":
@@ -126,6 +192,13 @@ def _fit(args):
         if given:
             raise UsageError(f"{', '.join(given)}: vectorizer options apply to text input, "
                              f"not to an svmlight matrix")
+    # an option of the other vectorizer would be ignored
+    elif args.vectorizer == "hashing" and args.min_df != TEXT_OPTIONS["min_df"]:
+        raise UsageError("--min-df applies to --vectorizer tfidf only (hashing keeps every "
+                         "term)")
+    elif args.vectorizer == "tfidf" and args.n_features != TEXT_OPTIONS["n_features"]:
+        raise UsageError("--n-features applies to --vectorizer hashing only (tfidf has a "
+                         "column per term of its vocabulary)")
     with rep.step(f"reading {args.data}"):
         bar = rep.bar(desc="reading")
         try:
@@ -163,6 +236,8 @@ def _fit(args):
              f"{n - n_lab} unlabeled")
     if n_lab == n:
         _warn_marker_classes(args, fmt, labels, classes)
+    if fmt == "svmlight" and args.unlabeled_label is None:
+        _warn_minus_one_class(args, labels, n - n_lab)
     if class_prior is not None and not isinstance(class_prior, str) \
             and len(class_prior) != len(classes):
         raise ValueError(f"--class-prior gives {len(class_prior)} proportions for "
@@ -174,15 +249,28 @@ def _fit(args):
         X = batch.data
         rep.line(f"svmlight matrix: {X.shape[1]:,} features")
     else:
+        if not any(text.strip() for text in batch.data):
+            raise ValueError(f"{args.data}: every document is empty; no term to learn from")
+        if args.vectorizer == "tfidf" and args.min_df > n:  # scikit-learn: "max_df < min_df"
+            raise ValueError(f"{args.data}: --min-df {args.min_df} is more than the {n} "
+                             f"documents: no term can be in that many")
         pre = _make_text_vectorizer(args)
         with rep.step(f"vectorizing ({args.vectorizer})"):
             X = batch.data
-            for _, step in pre:
-                X = step.fit_transform(X)
+            try:
+                for _, step in pre:
+                    X = step.fit_transform(X)
+            except ValueError as exc:
+                raise ValueError(_vectorizer_error(args, exc)) from None
+        if not X.nnz:  # hashing keeps no vocabulary to find empty, but no term either
+            raise ValueError(_no_term_error(args))
         if args.vectorizer == "tfidf":
             if args.embedding:
                 m = pre[0][1].word_vectors_.shape[1]
-                rep.line(f"vocabulary: {X.shape[1] - m:,} terms + {m} embedding dimensions")
+                capped = (f" (--embedding {args.embedding} capped: at most the terms - 1)"
+                          if m < args.embedding else "")
+                rep.line(f"vocabulary: {X.shape[1] - m:,} terms + {m} embedding "
+                         f"dimensions{capped}")
             else:
                 rep.line(f"vocabulary: {X.shape[1]:,} terms")
     del batch

@@ -1,8 +1,8 @@
 """``linlap plot``: learning curves, convergence and solution-path figures."""
 
 from .._atomic import check_destination
-from ._common import (_check_columns, _reader_kwargs, _refuse_to_replace_inputs, _Reporter,
-                      _unlabeled_label, UsageError)
+from ._common import (_check_columns, _check_format_option, _reader_kwargs,
+                      _refuse_to_replace_inputs, _Reporter, _unlabeled_label, UsageError)
 
 
 def _plot_data(args, fmt, unlabeled_label):
@@ -64,6 +64,7 @@ def _plot(args):
         from ..io import detect_format
         _refuse_to_replace_inputs("--out", args.out, [(args.data, "input file (DATA)")])
         _check_columns(args)
+        _check_format_option(args)
         fmt = detect_format(args.data, args.format)
         unlabeled_label = _unlabeled_label(args, fmt)
     rep = _Reporter(args.quiet)
