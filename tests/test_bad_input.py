@@ -248,3 +248,311 @@ def test_many_copies_of_a_labeled_document_under_the_normalised_laplacian():
         np.testing.assert_allclose(F[-40:], F[i])  # the copies share one decision value
         f[normalized] = abs(F[i])
     assert f[True] < 0.5 * f[False]
+
+
+# -- argument checks of the solvers and estimators ------------------------------------------
+
+def _solver_problem():
+    """30 rows × 6 features, 8 labeled (both classes), a random Laplacian; X with its
+    unlabeled rows emptied (their mean is 0); the Gram matrix; a path reduction."""
+    from linlap.gram import kernel_matrix
+    from linlap.solvers.path import path_reduction
+    from reference import random_design, random_laplacian
+
+    rng = np.random.default_rng(0)
+    n = 30
+    X = random_design(n, 6, rng, density=0.6)
+    L = random_laplacian(n, rng)
+    s = 1 / np.trace(L)
+    lab, U = np.arange(8), np.arange(8, n)
+    Xz = X.tolil()
+    Xz[8:] = 0
+    K = kernel_matrix(X, gamma=0.5)
+    P = dict(n=n, X=X, Xz=Xz.tocsr(), Lmv=lambda F: L @ F, s=s, lab=lab, U=U,
+             T=np.where(lab % 2 == 0, 1.0, -1.0), K=K, Kmv=lambda V: K @ V,
+             kw=dict(gamma_A=1e-2, gamma_I=0.5, scale=s))
+    P["red"] = path_reduction(X, lab, P["Lmv"], s, rho=0.1)
+    return P
+
+
+def _laprls(P, targets=None, laplacian_matvec="graph", **kw):
+    from linlap.solvers.laprls import laprls_linear
+    lmv = P["Lmv"] if laplacian_matvec == "graph" else laplacian_matvec
+    return laprls_linear(P["X"], P["T"] if targets is None else targets, P["lab"], lmv,
+                         **{**P["kw"], **kw})
+
+
+def _s3vm_objective(P):
+    from linlap.solvers.s3vm import s3vm_objective
+    return s3vm_objective(P["X"], P["T"], P["lab"], P["U"], P["Lmv"], np.zeros(6), 0.0,
+                          gamma_U=1.0, **P["kw"])
+
+
+def _newton(P, **kw):
+    from linlap.solvers.lapsvm_newton import lapsvm_newton
+    args = {"X": P["X"], "targets": P["T"], "labeled_rows": P["lab"], **kw}
+    return lapsvm_newton(args.pop("X"), args.pop("targets"), args.pop("labeled_rows"),
+                         P["Lmv"], **{**P["kw"], **args})
+
+
+def _dual(P, targets=None, **kw):
+    from linlap.solvers.kernel_dual import kernel_lapsvm_dual
+    lmv = kw.pop("laplacian_matvec", P["Lmv"])
+    return kernel_lapsvm_dual(P["Kmv"], P["T"] if targets is None else targets, P["lab"], lmv,
+                              n_samples=P["n"], **{**P["kw"], **kw})
+
+
+def _pcg(P, targets=None, **kw):
+    from linlap.solvers.kernel_pcg import kernel_pcg
+    return kernel_pcg(P["Kmv"], P["T"] if targets is None else targets, P["lab"], P["Lmv"],
+                      n_samples=P["n"], **{**P["kw"], **kw})
+
+
+def _reduction(P, X=None, scale=None, **kw):
+    from linlap.solvers.path import path_reduction
+    kw.setdefault("rho", 0.1)
+    return path_reduction(P["X"] if X is None else X, P["lab"], P["Lmv"],
+                          P["s"] if scale is None else scale, **kw)
+
+
+def _s3vm(P, solver="annealing", unlabeled=None, **kw):
+    from linlap.solvers.s3vm import s3vm_annealing, s3vm_switching
+    kw = {"gamma_U": 1.0, "positive_fraction": 0.5, **P["kw"], **kw}
+    fn = s3vm_annealing if solver == "annealing" else s3vm_switching
+    return fn(P["X"], P["T"], P["lab"], P["U"] if unlabeled is None else unlabeled, P["Lmv"],
+              **kw)
+
+
+def _emr(m=2, **kw):
+    from linlap.solvers.emr import emr_alternate
+    return emr_alternate(lambda mu, previous, final: (None, 0.0), lambda r: np.zeros(m), m,
+                         **kw)
+
+
+def _follow_one_class(P):
+    from linlap.solvers.path import follow_path
+    return follow_path(np.eye(4), np.ones(4), free_bias=True)
+
+
+def _path_targets(P, t):
+    from linlap.solvers.path import path_for_targets
+    return path_for_targets(P["red"], t)
+
+
+def _update_mu(s, **kw):
+    from linlap.solvers.emr import update_mu
+    return update_mu(s, 1.0, **kw)
+
+
+def _grid(P, **kw):
+    from linlap.solvers.grid import laprls_grid
+    kw = {"gamma_A": [1e-2], "gamma_I": [1.0], "scale": P["s"], **kw}
+    return laprls_grid(P["X"], P["T"], P["lab"], P["Lmv"], **kw)
+
+
+def _gram(X):
+    from linlap.gram import kernel_matrix
+    return kernel_matrix(X)
+
+
+SOLVER_ERRORS = [
+    # laprls_linear's own checks
+    pytest.param(lambda P: _laprls(P, gamma_A=0.0, gamma_I=0.0),
+                 r"gamma_A and gamma_I cannot both be 0\.", id="laprls-both-weights-0"),
+    pytest.param(lambda P: _laprls(P, laplacian_matvec=None),
+                 r"laplacian_matvec must be a callable F -> L\^p F when gamma_I > 0\.",
+                 id="laprls-no-laplacian"),
+    pytest.param(lambda P: _laprls(P, balance=[0.0]),
+                 r"balance needs a non-empty unlabeled_rows\.", id="laprls-balance-no-unlabeled"),
+    pytest.param(lambda P: _laprls(P, targets=np.r_[np.nan, P["T"][1:]]),
+                 r"targets must be finite\.", id="laprls-nan-target"),
+    # lapsvm_newton: a balance that no f can meet
+    pytest.param(lambda P: _newton(P, X=P["Xz"], balance=[0.2], unlabeled_rows=P["U"],
+                                   fit_intercept=False),
+                 r"class-balance constraint cannot be met: the unlabeled rows have zero mean "
+                 r"and there is no intercept", id="newton-balance-unmeetable"),
+    # the shared problem checks (_problem.py)
+    pytest.param(lambda P: _newton(P, targets=P["T"][:0], labeled_rows=P["lab"][:0]),
+                 r"labeled_rows must be a non-empty 1-D array of row indices",
+                 id="problem-no-labeled-rows"),
+    pytest.param(lambda P: _newton(P, labeled_rows=P["lab"].astype(float)),
+                 r"labeled_rows must be a non-empty 1-D array of row indices",
+                 id="problem-float-labeled-rows"),
+    pytest.param(lambda P: _newton(P, scale=np.nan),
+                 r"scale must be a finite number >= 0 \(0: a graph without edges\), got nan",
+                 id="problem-scale-nan"),
+    pytest.param(lambda P: _newton(P, X=P["X"].toarray().tolist()),
+                 r"X must be a 2-D ndarray or scipy sparse matrix", id="problem-X-list"),
+    # kernel_lapsvm_dual
+    pytest.param(lambda P: _dual(P, targets=2 * P["T"]),
+                 r"targets of the hinge loss must be \+1 or -1", id="dual-targets"),
+    pytest.param(lambda P: _dual(P, gamma_A=0.0),
+                 r"gamma_A must be > 0 in kernel mode", id="dual-gamma_A-0"),
+    pytest.param(lambda P: _dual(P, laplacian_matvec=lambda F: -np.asarray(F)),
+                 r"bias penalty q is negative: laplacian_matvec is not positive semi-definite",
+                 id="dual-not-a-laplacian"),
+    pytest.param(lambda P: _dual(P, targets=np.ones(8)),
+                 r"needs both \+1 and -1 rows for the free-bias dual", id="dual-one-class"),
+    # kernel_pcg
+    pytest.param(lambda P: _pcg(P, targets=np.r_[np.nan, P["T"][1:]], loss="squared"),
+                 r"targets must be finite", id="pcg-nan-target"),
+    pytest.param(lambda P: _pcg(P, tol=0.0), r"tol must be > 0, got 0\.0", id="pcg-tol"),
+    pytest.param(lambda P: _pcg(P, stability_tol=1.5),
+                 r"stability_tol must be in \(0, 1\), got 1\.5", id="pcg-stability_tol"),
+    pytest.param(lambda P: _pcg(P, check_every=2.5, early_stopping="stability"),
+                 r"check_every must be an integer >= 1, got 2\.5", id="pcg-check_every"),
+    pytest.param(lambda P: _pcg(P, init=(np.zeros((1, P["n"] - 1)), np.zeros(1))),
+                 r"init dual_coef must have shape \(1, 30\)", id="pcg-init-shape"),
+    # the solution path
+    pytest.param(_follow_one_class,
+                 r"path with a free bias needs labeled rows of both classes",
+                 id="path-free-bias-one-class"),
+    pytest.param(lambda P: _path_targets(P, np.r_[0.5, P["T"][1:]]),
+                 r"targets must be ±1, one per labeled position", id="path-targets"),
+    pytest.param(lambda P: _path_targets(P, np.ones(8)),
+                 r"The path needs labeled rows of both classes", id="path-one-class"),
+    pytest.param(lambda P: _reduction(P, rho=0.0),
+                 r"rho = gamma_A/gamma_I must be a finite number > 0, got 0\.0",
+                 id="reduction-rho"),
+    pytest.param(lambda P: _reduction(P, scale=0.0),
+                 r"scale must be a finite number > 0 \(a graph with edges\), got 0\.0",
+                 id="reduction-scale"),
+    pytest.param(lambda P: _reduction(P, kernel="rbf"),
+                 r"kernel must be None or 'precomputed', got 'rbf'", id="reduction-kernel"),
+    pytest.param(lambda P: _reduction(P, method="dense"),
+                 r"method must be 'auto', 'gram' or 'cg', got 'dense'", id="reduction-method"),
+    pytest.param(lambda P: _reduction(P, X=P["K"], kernel="precomputed", memory_budget=1000),
+                 r"The kernel path needs 21600 bytes for n = 30 .* over memory_budget = 1000",
+                 id="reduction-kernel-memory"),
+    # the S³VM solvers
+    pytest.param(lambda P: _s3vm(P, positive_fraction=1.0),
+                 r"positive_fraction must lie strictly between 0 and 1", id="s3vm-fraction"),
+    pytest.param(lambda P: _s3vm(P, unlabeled=P["U"][:0]),
+                 r"unlabeled_rows must be a non-empty 1-D array of row indices",
+                 id="s3vm-no-unlabeled"),
+    pytest.param(lambda P: _s3vm(P, unlabeled=np.r_[P["U"], 30]),
+                 r"unlabeled_rows must be distinct indices in \[0, 30\)", id="s3vm-out-of-range"),
+    pytest.param(lambda P: _s3vm(P, unlabeled=np.r_[P["U"], P["U"][0]]),
+                 r"unlabeled_rows must be distinct indices in \[0, 30\)", id="s3vm-repeated"),
+    pytest.param(lambda P: _s3vm(P, unlabeled=np.r_[P["U"], 0]),
+                 r"unlabeled_rows and labeled_rows must not overlap", id="s3vm-overlap"),
+    pytest.param(_s3vm_objective,
+                 r"s3vm_objective needs P or positive_fraction", id="s3vm-objective"),
+    pytest.param(lambda P: _s3vm(P, "switching", gamma_U=-1.0),
+                 r"gamma_U must be a finite number >= 0, got -1\.0", id="s3vm-gamma_U"),
+    pytest.param(lambda P: _s3vm(P, "switching", gamma_U_start=0.0),
+                 r"gamma_U_start must be in \(0, 1\]", id="s3vm-gamma_U_start"),
+    # ensemble manifold regularisation
+    pytest.param(lambda P: _update_mu([]), r"s must have at least one entry", id="emr-empty-s"),
+    pytest.param(lambda P: _update_mu([1.0, 2.0], mu=[1.0]),
+                 r"mu must have shape \(2,\), got \(1,\)", id="emr-mu-shape"),
+    pytest.param(lambda P: _emr(m=0), r"m must be an integer >= 1, got 0", id="emr-m"),
+    pytest.param(lambda P: _emr(max_iter=0), r"max_iter must be an integer >= 1, got 0",
+                 id="emr-max_iter"),
+    pytest.param(lambda P: _emr(gamma_R="big"),
+                 r"gamma_R must be a number >= 0 or 'auto', got 'big'", id="emr-gamma_R"),
+    # the shifted grid
+    pytest.param(lambda P: _grid(P, gamma_A=[]),
+                 r"gamma_A and gamma_I must be non-empty 1-D sequences", id="grid-empty"),
+    pytest.param(lambda P: _grid(P, monitor_rows=np.ones((3, 5)), patience=2),
+                 r"monitor_rows must have 6 columns, got shape \(3, 5\)", id="grid-monitor"),
+    # kernel inputs
+    pytest.param(lambda P: _gram(sp.csr_matrix(np.array([[np.nan, 1.0]]))),
+                 r"A contains NaN or infinite values", id="gram-sparse-nan"),
+    pytest.param(lambda P: _gram(np.ones(3)), r"A must be 2-D, got shape \(3,\)",
+                 id="gram-1d"),
+]
+
+
+@pytest.fixture(scope="module")
+def solver_problem():
+    return _solver_problem()
+
+
+@pytest.mark.parametrize("call, match", SOLVER_ERRORS)
+def test_solver_argument_errors(solver_problem, call, match):
+    with pytest.raises(ValueError, match=match):
+        call(solver_problem)
+
+
+def _estimator_errors():
+    from linlap import KernelLapRLSClassifier, LapS3VMClassifier
+    from linlap.estimators.emr import candidate_graphs
+
+    def cv(**kw):
+        return LapRLSClassifierCV(gamma_A=[1e-2], gamma_I=[1.0], **kw)
+
+    return [
+        pytest.param(lambda X, y, ys, g: LapRLSClassifier(graph=g, class_prior={0: 1.0}).fit(
+            X, ys), r"class_prior has no proportion for classes \[", id="prior-dict-missing"),
+        pytest.param(lambda X, y, ys, g: LapS3VMClassifier(graph=g, class_prior=[0.0, 1.0]).fit(
+            X, ys), r"class_prior must give every class a proportion strictly between 0 and 1",
+            id="s3vm-prior-0"),
+        pytest.param(lambda X, y, ys, g: cv(graph=g).fit(X, ys, validation=(X, y, y)),
+                     r"validation must be labels for rows of X or a pair \(X_val, y_val\)",
+                     id="cv-validation-triple"),
+        pytest.param(lambda X, y, ys, g: cv(graph=g).fit(X, ys, validation=(X, y[:5])),
+                     r"y_val must have shape \(40,\), got \(5,\)", id="cv-y_val-shape"),
+        pytest.param(lambda X, y, ys, g: cv(graph=g).fit(X, ys, validation=np.full(40, -1)),
+                     r"validation holds no labeled row", id="cv-no-validation-row"),
+        pytest.param(lambda X, y, ys, g: cv(graph=g, n_neighbors=[0]).fit(X, ys),
+                     r"n_neighbors must be None or integers >= 1, got 0", id="cv-k-0"),
+        pytest.param(lambda X, y, ys, g: KernelLapRLSClassifier(graph=g).fit(
+            X, ys, X_val=X, y_val=y[:5]), r"y_val must have shape \(40,\), got \(5,\)",
+            id="kernel-y_val-shape"),
+        pytest.param(lambda X, y, ys, g: candidate_graphs(X, {"power": [1]}, graph="knn"),
+                     r"graph must be None or a linlap.KNNGraph, got str", id="emr-graph"),
+        pytest.param(lambda X, y, ys, g: candidate_graphs(X, {"power": []}),
+                     r"candidates\['power'\] is empty", id="emr-empty-grid"),
+        pytest.param(lambda X, y, ys, g: candidate_graphs(X, [g, "g"]),
+                     r"candidates must be KNNGraph objects, got str", id="emr-not-a-graph"),
+    ]
+
+
+@pytest.mark.parametrize("call, match", _estimator_errors())
+def test_estimator_argument_errors(call, match):
+    from linlap.datasets import mask_labels
+
+    X, y = blobs(n=40, seed=1)
+    ys = mask_labels(y, 10, random_state=1)
+    g = KNNGraph(n_neighbors=5).fit(X)
+    with pytest.raises(ValueError, match=match):
+        call(X, y, ys, g)
+
+
+def _with_nan_coef(fn):
+    def wrapped(*args, **kwargs):
+        sol = fn(*args, **kwargs)
+        sol.coef = np.full_like(sol.coef, np.nan)
+        return sol
+    return wrapped
+
+
+def test_non_finite_coefficients_never_escape_a_fit(monkeypatch):
+    # no input is known to make the solvers return NaN: make them, and check the guards
+    import linlap.estimators.linear as linear
+    import linlap.solvers.s3vm as s3vm
+    from linlap import LapS3VMClassifier, LapSVMPathClassifier
+    from linlap.datasets import mask_labels
+    from linlap.solvers.path import LapSVMPath
+    from reference import semi_with_validation
+
+    X, y = blobs(n=40, seed=2)
+    ys = mask_labels(y, 10, random_state=2)
+    g = KNNGraph(n_neighbors=5).fit(X)
+    with monkeypatch.context() as m:
+        m.setattr(linear, "laprls_linear", _with_nan_coef(linear.laprls_linear))
+        with pytest.raises(ValueError, match="The solver produced non-finite coefficients; "
+                                             "check that X has no extreme values"):
+            LapRLSClassifier(graph=g).fit(X, ys)
+    with monkeypatch.context() as m:
+        m.setattr(s3vm, "lapsvm_newton", _with_nan_coef(s3vm.lapsvm_newton))
+        with pytest.raises(ValueError, match=r"The S3VM's LapSVM solve produced non-finite "
+                                             r"values with gamma_A=0\.001, gamma_I=1, "
+                                             r"gamma_U=1"):
+            LapS3VMClassifier(graph=g, class_prior="labeled").fit(X, ys)
+    ys, yv = semi_with_validation(y, 10, 10, seed=2)
+    with monkeypatch.context() as m:
+        m.setattr(LapSVMPath, "coef_at", lambda self, lam: (np.full(X.shape[1], np.nan), 0.0))
+        with pytest.raises(ValueError, match=r"The path produced non-finite coefficients"):
+            LapSVMPathClassifier(graph=g, n_gammas=5).fit(X, ys, validation=yv)

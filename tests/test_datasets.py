@@ -278,6 +278,44 @@ def test_archives_truncated_damaged_or_without_the_subset(tmp_path):
         load_imdb(tmp_path)
 
 
+
+def test_20newsgroups_unknown_categories_and_foreign_layout_on_a_synthetic_tar(tmp_path):
+    news = {"20news-bydate-train/rec.autos/1": "engine wheel", "20news-bydate-test/sci.space/2":
+            "orbit moon", "20news-bydate-train/sci.space/3": "orbit rocket"}
+    ng = _tar(tmp_path / "ng.tar.gz", news, "w:gz")
+    both = load_20newsgroups(ng, subset="all", categories="sci.space")
+    assert both.data == ["orbit rocket", "orbit moon"] and both.target_names == ["sci.space"]
+    with pytest.raises(ValueError, match=r"categories not in the archive: \['no\.such\.group'\]; "
+                                         r"available: \['rec\.autos', 'sci\.space'\]"):
+        load_20newsgroups(ng, categories=["sci.space", "no.such.group"])
+    with pytest.raises(ValueError, match="subset must be one of"):
+        load_20newsgroups(ng, subset="unsup")
+    other = _tar(tmp_path / "other.tar.gz", {"aclImdb/train/pos/1_9.txt": "fine",
+                                             "news/rec.autos/1": "engine"}, "w:gz")
+    with pytest.raises(ValueError, match=r"other\.tar\.gz holds no posts in the "
+                                         r"20news-bydate-<split>/<group>/<id> layout"):
+        load_20newsgroups(other)
+
+
+def test_imdb_missing_subset_and_several_folders_on_a_synthetic_tar(tmp_path):
+    reviews = {"aclImdb/train/neg/10_2.txt": "dull", "aclImdb/train/pos/2_9.txt": "great",
+               "aclImdb/train/neg/1_3.txt": "weak", "aclImdb/train/unsup/5_0.txt": "hm"}
+    im = _tar(tmp_path / "im.tar.xz", reviews, "w:xz")
+    train = load_imdb(im)
+    # ordered by (class, numeric id): negatives 1 then 10, then the positive
+    assert train.data == ["weak", "dull", "great"] and train.target.tolist() == [0, 0, 1]
+    unsup = load_imdb(im, subset="unsup")
+    assert unsup.data == ["hm"] and unsup.target.tolist() == [-1]
+    with pytest.raises(ValueError, match=r"im\.tar\.xz holds no review of subset 'test' "
+                                         r"\(expected <folder>/test/\{neg,pos\}/<id>_<rating>"
+                                         r"\.txt\)"):
+        load_imdb(im, subset="test")
+    two = _tar(tmp_path / "two.tar.xz", {"a/train/pos/1_9.txt": "good",
+                                         "b/train/neg/2_1.txt": "bad"}, "w:xz")
+    with pytest.raises(ValueError, match=r"two\.tar\.xz holds the 'train' reviews under "
+                                         r"several folders: \['a', 'b'\]"):
+        load_imdb(two)
+
 def test_mask_labels_wide_and_mixed_labels():
     y = np.array([2**63 + 1, 2**63 + 2] * 3, dtype=np.uint64)
     ym = mask_labels(y, 4, random_state=0)

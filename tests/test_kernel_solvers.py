@@ -283,3 +283,153 @@ def test_bad_arguments():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         kernel_pcg(op.matvec, Y, rows, Lmv, **{**kw, "tol": 1e-4})
+
+
+# -- the iterations themselves, against a dense replay of the documented algorithms --------
+def exact_step(K, M, rows, y, a, b, da, db, gA, gI, s):
+    """argmin_{t ≥ 0} J(α + t dα, b + t db) (squared hinge) by bisection on φ′, which is
+    continuous, nondecreasing and piecewise linear."""
+    l = len(rows)
+    f, fd = K @ a + b, K @ da + db
+    o, od = f[rows], fd[rows]
+    Kda = K @ da
+    c0 = 2 * gA * (a @ Kda) + 2 * gI * s * (fd @ (M @ f))
+    c1 = 2 * gA * (da @ Kda) + 2 * gI * s * (fd @ (M @ fd))
+
+    def dphi(t):
+        v = o + t * od
+        return 2 * np.dot(np.where(y * v < 1, v - y, 0.0), od) / l + c0 + c1 * t
+
+    if dphi(0.0) >= 0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while dphi(hi) < 0:
+        hi *= 2
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if dphi(mid) < 0 else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def preconditioned_gradient(K, M, rows, y, a, b, gA, gI, s):
+    """(∇_b, g) of the module docstring, g = (2/l) I_E (f − y) + 2γ_A α + 2γ_I s M f."""
+    f = K @ a + b
+    o = f[rows]
+    g = 2 * gI * s * (M @ f)
+    g[rows] += 2 * np.where(y * o < 1, o - y, 0.0) / len(rows)
+    return g.sum(), g + 2 * gA * a
+
+
+def replay_pcg(K, M, rows, y, gA, gI, s, n_iter, init=None):
+    """Seed 003 Algorithm 1 densely: d = −∇̂, exact line search, Polak–Ribière
+    ρ = max(∇̂ᵀP(∇̂ − ∇̂_old) / ∇̂_oldᵀP∇̂_old, 0), P = blockdiag(1, K); the residual
+    √(∇̂ᵀP∇̂ / ∇̂₀ᵀP∇̂₀) with ∇̂₀ at z = 0. Returns residuals, J and the raw ρ per iteration."""
+    n = K.shape[0]
+    a, b = (np.zeros(n), 0.0) if init is None else (np.array(init[0], float), float(init[1]))
+    gb0, g0 = preconditioned_gradient(K, M, rows, y, np.zeros(n), 0.0, gA, gI, s)
+    norm0 = gb0 * gb0 + g0 @ K @ g0
+    gb, g = preconditioned_gradient(K, M, rows, y, a, b, gA, gI, s)
+    gPg = gb * gb + g @ K @ g
+    db, da = -gb, -g
+    res, J, rhos = [], [dense_J(K, M, rows, y, a, b, gA, gI, s, "squared_hinge")], []
+    for _ in range(n_iter):
+        t = exact_step(K, M, rows, y, a, b, da, db, gA, gI, s)
+        a, b = a + t * da, b + t * db
+        gbn, gn = preconditioned_gradient(K, M, rows, y, a, b, gA, gI, s)
+        gPgn = gbn * gbn + gn @ K @ gn
+        rho = (gPgn - (gbn * gb + gn @ K @ g)) / gPg
+        rhos.append(rho)
+        da, db = -gn + max(rho, 0.0) * da, -gbn + max(rho, 0.0) * db
+        g, gb, gPg = gn, gbn, gPgn
+        res.append(np.sqrt(gPg / norm0))
+        J.append(dense_J(K, M, rows, y, a, b, gA, gI, s, "squared_hinge"))
+    return np.array(res), np.array(J), np.array(rhos)
+
+
+# (the normalised Laplacian: with the free bias of the unnormalised one the iterations
+# amplify round-off by ~10³ per step after ten or so, and no replay can follow them)
+@pytest.mark.parametrize("seed,gA,gI,kernel", [(17, 1e-3, 0.01, "rbf"), (2, 1e-1, 0.1, "poly"),
+                                               (12, 1e-3, 0.01, "rbf")])
+def test_pcg_iterations_are_polak_ribiere_with_exact_line_searches(seed, gA, gI, kernel):
+    P = problem(False, True, seed=seed, n=40, l=14, kernel=kernel)
+    K, M, rows, s = P["K"], P["M"], P["rows"], P["s"]
+    y = P["Y"][:, 0]
+    res, J, rhos = replay_pcg(K, M, rows, y, gA, gI, s, 15)
+    assert np.any(rhos < 0)            # the restart clip (ρ = 0) is exercised
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sol = kernel_pcg(P["op"].matvec, y, rows, P["Lmv"], n_samples=40, gamma_A=gA,
+                         gamma_I=gI, scale=s, tol=1e-14, max_iter=15,
+                         callback=lambda it, r: seen.append(r))
+    assert sol.n_iter == 15
+    np.testing.assert_allclose(seen, res, rtol=1e-6)
+    np.testing.assert_allclose(sol.history[:, 0], J, rtol=1e-9)
+
+
+@pytest.mark.parametrize("normalized,seed,gA,gI", [(True, 1, 1e-3, 0.01), (False, 0, 1e-2, 0.01),
+                                                   (False, 1, 1e-2, 0.01)])
+def test_newton_steps_are_exact_line_searches_towards_newton_points(normalized, seed, gA, gI):
+    # seed 003 §3.1: the Newton point of the current error vectors E (the squared-loss
+    # minimiser on E, here by the unreduced dense normal equations), an exact line search
+    # towards it, until the Newton point's error vectors are E (within tol)
+    P = problem(False, normalized, seed=seed, n=40, l=14)
+    K, M, rows, s = P["K"], P["M"], P["rows"], P["s"]
+    y = P["Y"][:, 0]
+    n, l, tol = K.shape[0], len(rows), 1e-9
+    Kt = np.hstack([K, np.ones((n, 1))])
+    base = gI * s * Kt.T @ M @ Kt
+    base[:n, :n] += gA * K
+    a, b = np.zeros(n), 0.0
+    J = [dense_J(K, M, rows, y, a, b, gA, gI, s, "squared_hinge")]
+    for _ in range(50):
+        act = y * (K @ a + b)[rows] < 1
+        A = Kt[rows[act]]
+        z = np.linalg.lstsq(base + A.T @ A / l, A.T @ y[act] / l, rcond=None)[0]
+        yo = y * (Kt @ z)[rows]
+        if np.all(yo[act] <= 1 + tol) and np.all(yo[~act] >= 1 - tol):
+            a, b = z[:n], z[n]
+            J.append(dense_J(K, M, rows, y, a, b, gA, gI, s, "squared_hinge"))
+            break
+        t = exact_step(K, M, rows, y, a, b, z[:n] - a, z[n] - b, gA, gI, s)
+        a, b = a + t * (z[:n] - a), b + t * (z[n] - b)
+        J.append(dense_J(K, M, rows, y, a, b, gA, gI, s, "squared_hinge"))
+    assert len(J) >= 3                 # at least one line-searched step before the last
+    sol = kernel_newton(K, y, rows, P["Lmv"], gamma_A=gA, gamma_I=gI, scale=s, tol=tol)
+    assert sol.converged and sol.history.shape == (len(J), 1)
+    np.testing.assert_allclose(sol.history[:, 0], J, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_pcg_warm_start_residual_is_relative_to_the_gradient_at_zero(fit_intercept):
+    # tol and the reported residual are √(∇̂ᵀ∇ / ∇̂₀ᵀ∇₀) with ∇₀ the gradient at z = 0,
+    # "also with init": a warm start near the solution stops on the same scale
+    P = problem(False, True, seed=17, n=40, l=14)
+    K, M, rows, s = P["K"], P["M"], P["rows"], P["s"]
+    y = P["Y"][:, 0]
+    assert y.sum() != 0                # the bias part of ∇₀ is not zero
+    gA, gI = 1e-3, 0.01
+    kw = dict(n_samples=40, gamma_A=gA, gamma_I=gI, scale=s, fit_intercept=fit_intercept)
+    cold = kernel_pcg(P["op"].matvec, y, rows, P["Lmv"], tol=1e-3, max_iter=500, **kw)
+    init = (cold.dual_coef, cold.intercept)
+    seen = []
+    warm = kernel_pcg(P["op"].matvec, y, rows, P["Lmv"], tol=1e-5, max_iter=500, init=init,
+                      callback=lambda it, r: seen.append(r), **kw)
+
+    def gradient(a, b):
+        gb, g = preconditioned_gradient(K, M, rows, y, a, b, gA, gI, s)
+        return (gb if fit_intercept else 0.0), g
+
+    gb0, g0 = gradient(np.zeros(40), 0.0)
+    norm0 = gb0 ** 2 + g0 @ K @ g0
+    gb, g = gradient(warm.dual_coef[0], warm.intercept[0])
+    rel = np.sqrt((gb ** 2 + g @ K @ g) / norm0)
+    assert warm.converged and warm.stop_reason == "tol" and warm.n_iter >= 2
+    assert warm.residual == pytest.approx(rel, rel=1e-6)
+    assert seen[-1] == pytest.approx(rel, rel=1e-6) and rel <= 1e-5
+    assert all(r > 1e-5 for r in seen[:-1])   # it stopped at the first iterate below tol
+    # the start's residual on the same scale: the cold run's last, above 1e-5
+    gbi, gi = gradient(cold.dual_coef[0], cold.intercept[0])
+    assert cold.residual == pytest.approx(np.sqrt((gbi ** 2 + gi @ K @ gi) / norm0), rel=1e-6)

@@ -6,10 +6,12 @@ import numpy as np
 import scipy.sparse as sp
 import pytest
 from sklearn.base import clone
+from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import mask_labels
+from linlap.estimators import lapsvm_path
 from linlap.model_selection import (LapRLSClassifierCV, LapSVMClassifierCV,
                                     LapSVMPathClassifier)
 
@@ -78,6 +80,41 @@ def test_path_classifier_cv_and_multiclass():
         w, b = p.coef_at(clf.best_lambda_)
         np.testing.assert_allclose(clf.coef_[c], w)
 
+
+
+def test_path_classifier_cv_errors_are_fold_paths_at_their_own_lambda():
+    # cv mode: each fold's path is followed on its training rows (held-out rows
+    # unlabeled) and γ_I — not λ — is carried across the folds: a grid point γ_I is scored
+    # at λ = 2 l_train γ_I of the fold's path; error and hinge are averaged over all
+    # labeled rows. Reference: lapsvm_path on each fold's labels, evaluated by coef_at.
+    X, y = blobs(n=80, seed=13, noise=0.7)
+    ys = mask_labels(y, 24, random_state=13)
+    g = KNNGraph(n_neighbors=6).fit(X)
+    clf = LapSVMPathClassifier(rho=1e-2, graph=g, cv=3, n_gammas=12).fit(X, ys)
+    assert clf.path_["validation"] == "3-fold"
+    lab = np.flatnonzero(ys != -1)
+    l = lab.size
+    grid = clf.path_["gamma_I"]
+    err, hinge = np.zeros(grid.size), np.zeros(grid.size)
+    inside = np.ones(grid.size, bool)
+    for train, test in StratifiedKFold(n_splits=3, shuffle=True, random_state=0).split(
+            lab, ys[lab]):
+        ytr = ys.copy()
+        ytr[lab[test]] = -1
+        p = lapsvm_path(X, ytr, g, rho=1e-2, lambda_min_ratio=1e-4)  # the classifier's end
+        t = np.where(ys[lab[test]] == 1, 1.0, -1.0)
+        for j, gamma_I in enumerate(grid):
+            lam = 2 * train.size * gamma_I
+            if lam < p.lambdas[-1]:        # below this fold's path: not compared
+                inside[j] = False
+                continue
+            w, b = p.coef_at(lam)
+            f = X[lab[test]] @ w + b
+            err[j] += np.sum((f > 0) != (t > 0)) / l
+            hinge[j] += np.sum(np.maximum(0.0, 1.0 - t * f)) / l
+    assert inside.sum() >= 10
+    np.testing.assert_allclose(clf.path_["error"][inside], err[inside], atol=1e-12)
+    np.testing.assert_allclose(clf.path_["hinge"][inside], hinge[inside], rtol=1e-8)
 
 def test_path_classifier_bad_input():
     X, y = blobs(seed=4, noise=0.5)
@@ -164,7 +201,11 @@ def test_grid_over_power_and_prior_shares_the_graph():
     assert set(res["param_power"]) == {1, 3}
     assert clf.graph_.adjacency_ is g.adjacency_          # never rebuilt
     assert clf.graph_.power == clf.best_params_["power"]
-    assert sorted(res["rank_test_score"]) == list(range(1, 9)) or res["rank_test_score"].min() == 1
+    # ranks: by mean accuracy, ties by the mean hinge loss, then by grid order
+    order = sorted(range(8), key=lambda k: (-res["mean_test_score"][k],
+                                            round(res["mean_test_hinge"][k], 12), k))
+    np.testing.assert_array_equal(res["rank_test_score"][order], np.arange(1, 9))
+    assert clf.best_index_ == order[0]
     np.testing.assert_allclose(res["mean_test_score"],
                                np.mean([res[f"split{s}_test_score"] for s in range(3)], axis=0))
     # a k grid: one graph per k, built once, each with its power views
@@ -347,3 +388,38 @@ def test_grid_reports_progress_and_checks_its_memory(monkeypatch, capsys):
     monkeypatch.setattr(memory, "available_bytes", lambda: 1000)
     with pytest.raises(MemoryError, match="LapRLSClassifierCV: a grid of 2 x 2"):
         LapRLSClassifierCV(gamma_A=[1e-3, 1e-2], gamma_I=[1.0, 10.0], cv=2, graph=g).fit(X, ys)
+
+
+@pytest.mark.parametrize("CV,Base,method", [(LapRLSClassifierCV, LapRLSClassifier, "shifted"),
+                                            (LapRLSClassifierCV, LapRLSClassifier, "warm"),
+                                            (LapSVMClassifierCV, LapSVMClassifier, "shifted"),
+                                            (LapSVMClassifierCV, LapSVMClassifier, "warm")])
+def test_kfold_scores_are_cold_fits_without_the_held_out_labels(CV, Base, method):
+    # k-fold mode (no validation=): the labeled rows are split by
+    # StratifiedKFold(cv, shuffle=True, random_state=0) over the class indices; a fold's
+    # held-out rows are unlabeled (still in the graph) while the others train, and score
+    X, y = blobs(n=70, n_classes=3, seed=12, noise=0.6)
+    ys = mask_labels(y, 24, random_state=12)
+    g = KNNGraph(n_neighbors=6).fit(X)
+    gA, gI = [1e-3, 1e-1], [0.1, 10.0]
+    kw = dict(graph=g, tol=1e-10, max_iter=5000 if Base is LapRLSClassifier else 200)
+    cv = CV(gamma_A=gA, gamma_I=gI, cv=3, method=method, patience=None, **kw).fit(X, ys)
+    res = cv.cv_results_
+    lab = np.flatnonzero(ys != -1)
+    classes = np.unique(ys[lab])
+    y_idx = np.searchsorted(classes, ys[lab])
+    folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=0).split(lab, y_idx)
+    hinge = np.zeros(len(res["params"]))
+    assert cv.n_splits_ == 3
+    for s, (train, test) in enumerate(folds):
+        ytr = ys.copy()
+        ytr[lab[test]] = -1
+        Xte = X[lab[test]]
+        T = np.where(y_idx[test][:, None] == np.arange(classes.size), 1.0, -1.0)
+        for k, params in enumerate(res["params"]):
+            ref = Base(gamma_A=params["gamma_A"], gamma_I=params["gamma_I"], **kw).fit(X, ytr)
+            F = ref.decision_function(Xte)
+            assert res[f"split{s}_test_score"][k] == pytest.approx(
+                np.mean(ref.predict(Xte) == ys[lab[test]]))
+            hinge[k] += np.maximum(0.0, 1.0 - T * F).sum(axis=1).mean() / 3
+    np.testing.assert_allclose(res["mean_test_hinge"], hinge, rtol=1e-6)

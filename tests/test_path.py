@@ -195,6 +195,23 @@ def test_equals_tinv_hinge_estimator(normalized):
         assert abs(clf.intercept_[0] - b) <= tol * scale
 
 
+
+@pytest.mark.parametrize("n_labeled", [14, 9])
+def test_breakpoint_weights_follow_the_documented_relation(n_labeled):
+    # LapSVMPath: γ_I = λ/(2l), γ_A = ρλ/(2l) at the breakpoints, l the path's own labeled
+    # rows (a fold's path: its training rows)
+    X, y, graph = problem(seed=21)
+    lab = np.flatnonzero(y != -1)
+    y = y.copy()
+    y[lab[n_labeled:]] = -1
+    l = n_labeled
+    assert len(set(y[y != -1])) == 2
+    rho = 0.3
+    path = lapsvm_path(X, y, graph, rho=rho)
+    assert path.n_labeled == l and path.lambdas.size >= 3
+    np.testing.assert_allclose(path.gamma_I, path.lambdas / (2 * l), rtol=1e-13)
+    np.testing.assert_allclose(path.gamma_A, rho * path.lambdas / (2 * l), rtol=1e-13)
+
 def kkt_violation(path, Q, lam, free):
     alpha, alpha0 = path.dual_at(lam)
     h = (Q @ alpha + (path.y * alpha0 if free else 0.0)) / lam   # = y f (free bias)

@@ -540,3 +540,42 @@ def test_annealing_stops_once_labels_are_hard_on_few_rows():
     assert len(T) == sol.n_iter and T[-1] > 1.0 / 1.5 ** 29
     P = sol.state["P"][:, 0]
     assert np.sum((P > 0) & (P < 1)) <= 1 and abs(P.mean() - r) < 1e-12
+
+
+def _labelled_objective_gradient(Xd, Lp, s, lab, Y, unl, P, w, b, gA, gI, gU):
+    """Gradient in (w, b) of the module docstring's J at fixed labels p (one column)."""
+    f = Xd @ w + b
+    l, u = lab.size, unl.size
+    r = np.zeros(Xd.shape[0])
+    np.add.at(r, lab, -2.0 * np.maximum(0.0, 1.0 - Y * f[lab]) * Y / l)
+    fu = f[unl]
+    r[unl] += gU / u * (-2.0 * P * np.maximum(0.0, 1.0 - fu)
+                        + 2.0 * (1.0 - P) * np.maximum(0.0, 1.0 + fu))
+    r += 2.0 * gI * s * (Lp @ f)
+    return np.r_[Xd.T @ r + 2.0 * gA * w, r.sum()]
+
+
+@pytest.mark.parametrize("solver", ["annealing", "switching"])
+@pytest.mark.parametrize("classes", [2, 3])
+def test_estimator_minimises_the_objective_at_its_unlabeled_labels(solver, classes):
+    # Both solvers end with f solved (at tol) for the labels they return: (coef_,
+    # intercept_) is a stationary point of J at p = unlabeled_labels_, with the documented
+    # weights 1/l, γ_A, γ_I s and γ_U p/u, γ_U (1 − p)/u (one-vs-rest columns)
+    X, y, ys = text_like(classes=classes, seed=4)
+    g = KNNGraph(n_neighbors=8).fit(X)
+    Xd, Lp, s = X.toarray(), g.laplacian_matrix().toarray(), g.scale_
+    lab, unl = np.flatnonzero(ys != -1), np.flatnonzero(ys == -1)
+    gA, gI, gU = 1e-3, 1.0, 3.0
+    m = LapS3VMClassifier(gamma_A=gA, gamma_I=gI, gamma_U=gU, solver=solver, graph=g,
+                          tol=1e-10).fit(X, ys)
+    assert m.unlabeled_labels_.shape == (unl.size, 1 if classes == 2 else classes)
+    for c in range(m.coef_.shape[0]):
+        positive = m.classes_[1] if classes == 2 else m.classes_[c]
+        Y = np.where(ys[lab] == positive, 1.0, -1.0)
+        P = m.unlabeled_labels_[:, c]
+        grad = _labelled_objective_gradient(Xd, Lp, s, lab, Y, unl, P, m.coef_[c],
+                                            m.intercept_[c], gA, gI, gU)
+        grad0 = _labelled_objective_gradient(Xd, Lp, s, lab, Y, unl, P, 0 * m.coef_[c], 0.0,
+                                             gA, gI, gU)
+        ratio = np.linalg.norm(grad) / np.linalg.norm(grad0)
+        assert ratio <= 1e-7, (c, ratio)

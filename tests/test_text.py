@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 from linlap.text import EmbeddedTfidfVectorizer, _cooccurrences, _ppmi, make_vectorizer
 
@@ -84,8 +85,8 @@ def test_params_clone_and_errors():
             EmbeddedTfidfVectorizer(min_df=1, **bad).fit(docs)
     with pytest.raises(ValueError, match="occur within|too few"):
         EmbeddedTfidfVectorizer(min_df=1, stop_words=None).fit(["alpha", "beta", "gamma"])
-    with pytest.raises(Exception):
-        EmbeddedTfidfVectorizer().transform(docs)   # not fitted
+    with pytest.raises(NotFittedError, match="EmbeddedTfidfVectorizer instance is not fitted"):
+        EmbeddedTfidfVectorizer().transform(docs)
 
 
 def test_embedding_keeps_empty_documents_empty():
