@@ -152,6 +152,35 @@ def test_objective_never_increases_and_matches_dense(data, sparse, gamma_R):
     _dense_check(emr, X, ys, gamma_A, gamma_I)
 
 
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_auto_gamma_R_is_the_mean_smoothness_of_the_uniform_fit(n_classes):
+    # gamma_R='auto' (seed 002 §4): γ_R = (1/m) Σ_k S_k(f₀), f₀ the first f (uniform μ),
+    # S_k(f) = γ_I s_k Σ_c f_cᵀ L_k^{p_k} f_c; f₀ here by the dense normal equations
+    X, y = blobs(n=70, d=10, n_classes=n_classes, seed=5, sparse=True)
+    ys = mask_labels(y, 12, random_state=5)
+    graphs = _grid_graphs(X)
+    m = len(graphs)
+    gamma_A, gamma_I = 1e-2, 5.0
+    base = LapRLSClassifier(gamma_A=gamma_A, gamma_I=gamma_I, tol=1e-12, max_iter=5000)
+    emr = EMRClassifier(base, candidates=graphs, gamma_R="auto", tol=1e-10,
+                        max_iter=3).fit(X, ys)
+    Xd = X.toarray()
+    lab = np.flatnonzero(ys != -1)
+    classes = np.unique(ys[lab])
+    T = np.where(ys[lab][:, None] == classes, 1.0, -1.0)
+    T = T[:, 1:] if n_classes == 2 else T
+    Ls = [g.laplacian_matrix().toarray() for g in graphs]
+    uniform = sum(g.scale_ * L for g, L in zip(graphs, Ls)) / m
+    Z = dense_solution(Xd, uniform, lab, T, gamma_A, gamma_I, 1.0)
+    F = Xd @ Z[:-1] + Z[-1]
+    S0 = np.array([gamma_I * g.scale_ * np.sum(F * (L @ F)) for g, L in zip(graphs, Ls)])
+    assert emr.gamma_R_ == pytest.approx(S0.mean(), rel=1e-6)
+    # and the first recorded J is the joint objective at (f₀, uniform μ)
+    J0 = (np.sum((T - F[lab]) ** 2) / lab.size + gamma_A * np.sum(Z[:-1] ** 2)
+          + S0.mean() + S0.mean() / m)
+    assert emr.objective_[0] == pytest.approx(J0, rel=1e-6)
+
 @pytest.mark.parametrize("sparse", [True, False])
 def test_lapsvm_objective_never_increases(data, sparse):
     X, y = data
@@ -288,3 +317,66 @@ def test_default_candidates_on_few_rows_and_graph_checked():
     assert all(g.n_neighbors == 4 for g in emr.graphs_)
     with pytest.raises(ValueError, match="graph"):
         EMRClassifier(candidates=[KNNGraph(n_neighbors=5)], graph="not a graph").fit(X, ys)
+
+
+@pytest.mark.parametrize("m, max_iter, flags", [
+    # the 2nd step's μ is eq. 4's minimiser, the 3rd's the same (J stops decreasing):
+    # one more step, the final one, at that μ
+    (3, 10, [False, False, False, True]),
+    (3, 2, [False, True]),          # the budget's last step is the final one
+    (3, 1, [True]),
+    (1, 10, [True]),                # one candidate: the base fit itself
+])
+def test_alternation_is_loose_until_its_final_step(m, max_iter, flags):
+    # S fixed: the first μ step reaches the minimiser of eq. 4, the next changes nothing
+    from linlap.solvers.emr import emr_alternate
+
+    calls = []
+
+    def solve_f(mu, previous, final):
+        calls.append((mu.copy(), final))
+        return len(calls), 0.0
+
+    S = np.arange(1.0, m + 1.0)
+    res = emr_alternate(solve_f, lambda result: S, m, gamma_R=0.5, tol=1e-12,
+                        max_iter=max_iter)
+    assert [final for _, final in calls] == flags
+    assert res.n_iter == len(flags) <= max_iter and res.solution == len(flags)
+    if len(calls) > 1:  # the final step is at the final μ
+        np.testing.assert_array_equal(calls[-1][0], res.mu)
+    assert np.all(np.diff(res.objective) <= 0)
+    with pytest.raises(ValueError, match="gamma_R"):  # before any f step
+        emr_alternate(solve_f, lambda result: S, m, gamma_R="big")
+    assert len(calls) == len(flags)
+
+
+def test_f_steps_loose_while_mu_moves_and_the_base_tol_at_the_end(data):
+    # the steps before the last at LOOSE_TOL_FACTOR × the base's tol, the last at its tol;
+    # the final f is the base's minimiser at mu_ to that tol (the dense check)
+    from linlap.estimators.emr import LOOSE_TOL_FACTOR
+
+    tols = []
+
+    class Recording(LapRLSClassifier):
+        def fit(self, X, y):
+            tols.append(self.tol)
+            return super().fit(X, y)
+
+    X, y = data
+    ys = mask_labels(y, 10, random_state=0)
+    gamma_A, gamma_I = 1e-2, 5.0
+    emr = EMRClassifier(Recording(gamma_A=gamma_A, gamma_I=gamma_I, tol=1e-9,
+                                  max_iter=5000),
+                        candidates=_grid_graphs(X), tol=1e-8, max_iter=15).fit(X, ys)
+    assert len(tols) == emr.n_iter_ >= 3
+    assert tols[:-1] == [LOOSE_TOL_FACTOR * 1e-9] * (len(tols) - 1) and tols[-1] == 1e-9
+    assert emr.estimator_.tol == 1e-9 and emr.estimator.tol == 1e-9
+    _dense_check(emr, X, ys, gamma_A, gamma_I)
+
+
+def test_fitted_graph_with_fewer_neighbours_than_the_grid_is_refused():
+    X, _ = blobs(n=40, seed=1)
+    g = KNNGraph(n_neighbors=5).fit(X)
+    with pytest.raises(ValueError, match=r"n_neighbors=8 but the fitted search graph has "
+                                         r"only 5: pass graph= fitted with n_neighbors >= 8"):
+        candidate_graphs(X, {"n_neighbors": [4, 8]}, graph=g)

@@ -488,7 +488,8 @@ class SemiSupervisedMixin:
             if isinstance(prior, dict):
                 missing = [c for c in classes if c not in prior]
                 if missing:
-                    raise ValueError(f"class_prior has no proportion for classes {missing}.")
+                    raise ValueError(f"class_prior has no proportion for classes "
+                                     f"{np.asarray(missing).tolist()}.")
                 pi = np.array([prior[c] for c in classes], dtype=float)
             else:
                 pi = np.asarray(prior, dtype=float).ravel()

@@ -27,6 +27,8 @@ __all__ = ["EMRClassifier", "candidate_graphs"]
 
 #: Candidate grid used when ``candidates=None``.
 DEFAULT_CANDIDATES = {"power": [1, 2, 5, 8]}
+#: the f steps before the last are solved to this multiple of the base estimator's tol
+LOOSE_TOL_FACTOR = 10
 
 _GRID_KEYS = ("n_neighbors", "weight", "heat_sigma", "symmetrize", "normalized", "power")
 # the parameters a subgraph / Laplacian view can change without a new neighbour search
@@ -47,9 +49,9 @@ def candidate_graphs(X, candidates, graph=None):
         only in the settings above share one neighbour search at their largest k.
     graph : KNNGraph or None
         Search settings for a grid (None: the estimators' default graph's, see
-        :class:`~linlap.LapRLSClassifier`). A fitted graph is reused
-        when it has at least the largest k of the grid; an unfitted one is fitted once,
-        at the largest k.
+        :class:`~linlap.LapRLSClassifier`). A fitted graph is reused without a new
+        search and must have at least the largest k of the grid (else ValueError); an
+        unfitted one is fitted once, at the largest k.
 
     Returns
     -------
@@ -137,8 +139,10 @@ def _views_of(parent, specs):
     out = []
     for s in specs:
         if s.n_neighbors > parent.n_neighbors:
-            raise ValueError(f"A candidate has n_neighbors={s.n_neighbors} but the search "
-                             f"graph has only {parent.n_neighbors}.")
+            raise ValueError(f"A candidate has n_neighbors={s.n_neighbors} but the fitted "
+                             f"search graph has only {parent.n_neighbors}: pass graph= "
+                             f"fitted with n_neighbors >= {s.n_neighbors}, or unfitted "
+                             f"(one search at the grid's largest k).")
         key = (s.n_neighbors, s.weight, repr(s.heat_sigma), s.symmetrize)
         same_w = (s.n_neighbors == parent.n_neighbors and s.weight == parent.weight
                   and repr(s.heat_sigma) == repr(parent.heat_sigma)
@@ -228,9 +232,12 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         ``S_k = γ_I s_k Σ_c f_cᵀ L_k^{p_k} f_c`` (exact minimisation of eq. 4);
 
     and stops when the relative decrease of J over one alternation is below ``tol``
-    (or after ``max_iter`` f steps). Each μ step is exact and each f step minimises J
-    to the base solver's tolerance, so J does not increase (up to that tolerance; the
-    kernel solvers' early stopping is not a minimisation).
+    (or after ``max_iter`` f steps). The f steps while μ moves are solved to 10× the
+    base estimator's ``tol`` (``LOOSE_TOL_FACTOR``: μ needs S_k to a few digits only);
+    the last f step, at the final μ, to its ``tol`` — one more f step once J has
+    stopped decreasing. Each μ step is exact and each warm-started f step lowers J over
+    f, so J does not increase (the kernel solvers' early stopping is not a
+    minimisation: there only up to their tolerance).
 
     Parameters
     ----------
@@ -255,7 +262,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         worse, μ going to the smoother k = 10 graphs.)
     graph : KNNGraph or None, default=None
         Search settings of a grid (algorithm, space, random_state, …); a fitted graph
-        with at least the grid's largest k is reused without a new search.
+        is reused without a new search and must have at least the grid's largest k
+        (else ValueError).
     gamma_R : float or 'auto', default='auto'
         Weight of ``‖μ‖²``. Large values keep μ near uniform, 0 puts all weight on the
         smoothest candidate. 'auto' (seed 002 §4): the mean of ``S_k`` at the first
@@ -274,7 +282,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
     smoothness_ : ndarray of shape (m,)
         ``S_k`` of the final f on each candidate.
     objective_ : list of float
-        J after the first f step, then after each μ step and each following f step.
+        J after the first f step, then after each μ step and each following f step, and
+        after the final f step at the final μ (solved to the base's ``tol``).
     gamma_R_ : float
         γ_R used.
     graphs_ : list of KNNGraph
@@ -374,15 +383,18 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         if isinstance(est.gamma_A, str):  # the only name a base's gamma_A takes
             est.set_params(gamma_A=scaled_gamma_A(labeled.size, n_classes))
         gamma_A, gamma_I = float(est.gamma_A), float(est.gamma_I)
+        base_tol = est.tol
         fit_state = {}
 
         def decision_train(e):
             F = e.decision_function(X)
             return np.asarray(F, dtype=np.float64).reshape(n, -1)
 
-        def solve_f(mu, previous):
+        def solve_f(mu, previous, final):
             e = est
-            e.set_params(graph=_EnsembleGraph.build(graphs, mu * scales, parts))
+            # loose while μ moves (S_k to a few digits suffices), the base's own at the end
+            e.set_params(graph=_EnsembleGraph.build(graphs, mu * scales, parts),
+                         tol=base_tol if final else LOOSE_TOL_FACTOR * base_tol)
             with warnings.catch_warnings():  # the rows were checked once, above
                 warnings.filterwarnings("ignore", message=ROW_NORM_WARNING)
                 e.fit(X, y)
@@ -418,7 +430,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
                             callback=report if self.verbose else None)
         t_fits = time.perf_counter() - t0
         est = res.solution
-        est.set_params(warm_start=base.warm_start)
+        est.set_params(warm_start=base.warm_start, tol=base_tol)
         self.estimator_ = est
         self.graphs_ = graphs
         self.mu_ = res.mu

@@ -181,18 +181,26 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
                   callback=None):
     """Alternate the f step and the μ step of ensemble manifold regularization.
 
-    Starting from ``μ = 1/m`` (seed 002 §2.1): (a) ``solve_f(μ, previous)`` minimises
-    J over f for fixed μ (warm-started from the previous f step's result) and returns
-    ``(result, base)``, ``base`` being the loss and ambient part of J at the new f;
-    (b) ``smoothness(result)`` returns ``S_k(f)`` for every candidate and μ is updated
-    by :func:`update_mu`. J(f, μ) = base + μ·S + γ_R‖μ‖² is recorded after each μ
-    step; the loop stops when its relative decrease falls below ``tol`` (or after
-    ``max_iter`` f steps). Each μ step is exact and each f step is an (approximate)
-    minimisation, so J does not increase up to the f solver's tolerance.
+    Starting from ``μ = 1/m`` (seed 002 §2.1): (a) ``solve_f(μ, previous, final)``
+    minimises J over f for fixed μ (warm-started from the previous f step's result) and
+    returns ``(result, base)``, ``base`` being the loss and ambient part of J at the new
+    f; (b) ``smoothness(result)`` returns ``S_k(f)`` for every candidate and μ is
+    updated by :func:`update_mu`. J(f, μ) = base + μ·S + γ_R‖μ‖² is recorded after each
+    μ step; the alternation stops when J's relative decrease over one alternation falls
+    below ``tol`` (or when the f steps reach ``max_iter``).
+
+    The f steps while μ still moves are called with ``final=False`` and may be solved
+    loosely (EMRClassifier solves them to 10× its base's tolerance: μ needs S only to
+    a few digits, and each step starts from the last); the last f step is called with
+    ``final=True`` and solved to the base solver's own tolerance: the ``max_iter``-th
+    step, or, when J stops decreasing before, one more f step at the final μ (with
+    ``m == 1`` the first step is the last). Each μ step is exact and each f step,
+    warm-started, lowers J over f (CG and the Newton line searches only decrease their
+    objective from the start), so J does not increase.
 
     Parameters
     ----------
-    solve_f : callable ``(mu, previous) -> (result, base)``
+    solve_f : callable ``(mu, previous, final) -> (result, base)``
     smoothness : callable ``result -> ndarray of shape (m,)``
     m : int
         Number of candidates.
@@ -202,6 +210,7 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
         so that every later step decreases the same J.
     tol : float, default=1e-3
     max_iter : int, default=20
+        Most f steps, the final one included.
     callback : callable, optional
         ``callback(iteration, mu, objective)`` after each μ step.
 
@@ -211,21 +220,26 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     """
     if not (isinstance(m, (int, np.integer)) and m >= 1):
         raise ValueError(f"m must be an integer >= 1, got {m!r}.")
+    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}.")
+    if isinstance(gamma_R, str) and gamma_R != "auto":
+        raise ValueError(f"gamma_R must be a number >= 0 or 'auto', got {gamma_R!r}.")
     mu = np.full(m, 1.0 / m)
-    result, base = solve_f(mu, None)
+    only_step = m == 1 or max_iter == 1
+    result, base = solve_f(mu, None, only_step)
     S = np.asarray(smoothness(result), dtype=np.float64)
     if isinstance(gamma_R, str):
-        if gamma_R != "auto":
-            raise ValueError(f"gamma_R must be a number >= 0 or 'auto', got {gamma_R!r}.")
         gamma_R = float(S.mean())
     gamma_R = float(gamma_R)
     objective = [float(base + mu @ S + gamma_R * (mu @ mu))]
     converged = m == 1
     n_iter = 1
+    final = only_step
     while not converged and n_iter < max_iter:
         mu = update_mu(S, gamma_R, mu)
         J_mu = float(base + mu @ S + gamma_R * (mu @ mu))
-        result, base = solve_f(mu, result)
+        final = n_iter + 1 == max_iter  # the last step the budget allows
+        result, base = solve_f(mu, result, final)
         n_iter += 1
         S = np.asarray(smoothness(result), dtype=np.float64)
         J = float(base + mu @ S + gamma_R * (mu @ mu))
@@ -235,4 +249,9 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
             callback(n_iter, mu, J)
         J_prev = objective[-3]
         converged = (J_prev - J) <= tol * max(abs(J_prev), np.finfo(float).tiny)
+    if not final:  # stopped on a loose step (n_iter < max_iter): the final μ's f, tightly
+        result, base = solve_f(mu, result, True)
+        n_iter += 1
+        S = np.asarray(smoothness(result), dtype=np.float64)
+        objective.append(float(base + mu @ S + gamma_R * (mu @ mu)))
     return EMRResult(result, mu, S, gamma_R, objective, n_iter, converged)
