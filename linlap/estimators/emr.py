@@ -254,12 +254,13 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         the other Laplacians). A list gives the graphs (fitted ones are reused;
         unfitted ones differing only in those settings share one search). None:
         ``{'power': [1, 2, 5, 8]}`` on ``graph`` (default: the estimators' default graph,
-        k = 50 cosine-weighted neighbours — fewer on small corpora — normalised) — one W whose four powers share their passes. (On the
-        corpora of ``bench/emr.py`` it came within 1.5 points of the default single graph
-        (0.4 better on PCMAC, 1.5 worse on 20 Newsgroups by top-level group) and within 1
-        point of the single power chosen on validation labels on three of five corpora;
-        μ goes to p = 5 and 8, the smoothest candidates. A grid mixing k = 10 and 50 did
-        worse, μ going to the smoother k = 10 graphs.)
+        k = 50 cosine-weighted neighbours — fewer on small corpora — normalised) — one W
+        whose four powers share their passes. (On the six corpora of ``bench/emr.py`` it
+        came within 1 point of the single power chosen on as many validation labels on
+        five, and 3.3 points behind it on 20 Newsgroups subject lines, where p = 2 is
+        best: μ goes to p = 5 and 8, the smoothest candidates, not where the labels are
+        best served. A grid mixing k = 10 and 50 did worse, μ going to the smoother
+        k = 10 graphs.)
     graph : KNNGraph or None, default=None
         Search settings of a grid (algorithm, space, random_state, …); a fitted graph
         is reused without a new search and must have at least the grid's largest k
