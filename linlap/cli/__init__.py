@@ -59,6 +59,12 @@ def _int_list_arg(text):
     return [_int_arg(1)(v) for v in text.split(",")]
 
 
+def _add_model_and_data(parser, data_help):
+    """The MODEL and DATA arguments of the commands that apply a saved model."""
+    parser.add_argument("model", metavar="MODEL", help="a model file written by linlap fit")
+    parser.add_argument("data", metavar="DATA", help=data_help)
+
+
 def build_parser():
     from .. import __version__
 
@@ -161,10 +167,8 @@ def build_parser():
                                       "directory: every file in it, those directly in it "
                                       "first, then each sub-folder's in name order (names "
                                       "starting with '.' skipped); --ids names them.")
-    pred.add_argument("model", metavar="MODEL", help="a model file written by linlap fit")
-    pred.add_argument("data", metavar="DATA",
-                      help="a file, a directory of text files (in sub-folders or not), "
-                           "or - (standard input, with --format)")
+    _add_model_and_data(pred, "a file, a directory of text files (in sub-folders or not), "
+                              "or - (standard input, with --format)")
     pred.add_argument("--out", default="-", metavar="FILE",
                       help="output file (default: standard output; not MODEL or DATA)")
     pred.add_argument("--ids", action="store_true",
@@ -187,10 +191,8 @@ def build_parser():
                                     "F1, and the confusion matrix. Unlabeled rows are "
                                     "skipped; classes absent from the model are noted on "
                                     "stderr.")
-    ev.add_argument("model", metavar="MODEL", help="a model file written by linlap fit")
-    ev.add_argument("data", metavar="DATA",
-                    help="labeled documents: a file, a directory with one folder of text "
-                         "files per class, or - (standard input, with --format)")
+    _add_model_and_data(ev, "labeled documents: a file, a directory with one folder of "
+                            "text files per class, or - (standard input, with --format)")
     ev.add_argument("--chunk-size", type=_int_arg(1), default=_CHUNK, metavar="N",
                     help=f"documents per chunk (default {_CHUNK})")
     _add_input_options(ev, "label column (unlabeled rows are skipped)")
