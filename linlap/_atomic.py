@@ -10,7 +10,7 @@ import socket
 import tempfile
 import time
 
-__all__ = ["atomic_write", "check_destination"]
+__all__ = ["atomic_write", "check_destination", "names_a_descriptor"]
 
 #: Seconds after which a temporary file of a writer that is not known to be running
 #: (another host's, or one of this host whose process is gone) counts as abandoned.
@@ -36,18 +36,43 @@ _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _IN_PLACE_ERRNOS = _WRITE_ERRNOS | {errno.EPIPE, errno.ESPIPE}
 
 
+#: paths naming an open file descriptor of the process (/dev/stdout, /dev/fd/3, ...)
+_DESCRIPTOR_PATH = re.compile(r"/dev/(stdin|stdout|stderr|fd/\d+)|/proc/(self|\d+)/fd/\d+")
+
+
+def names_a_descriptor(path):
+    """Whether ``path`` names an open file descriptor (/dev/stdout, /dev/fd/N,
+    /proc/self/fd/N): what it reaches was opened by the caller's shell (``> log``,
+    ``>> log``), so it is written through, never replaced."""
+    return bool(_DESCRIPTOR_PATH.fullmatch(os.path.normpath(os.path.abspath(path))))
+
+
+def _own_descriptor(path):
+    """The number of this process's descriptor that ``path`` names, else None."""
+    m = _DESCRIPTOR_PATH.fullmatch(os.path.normpath(os.path.abspath(path)))
+    if m is None:
+        return None
+    name = m.group(1)
+    if name is not None:  # /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/N
+        return ("stdin", "stdout", "stderr").index(name) if name.startswith("std") \
+            else int(name[3:])
+    if m.group(2) in ("self", str(os.getpid())):
+        return int(m.group(0).rsplit("/", 1)[1])
+    return None
+
+
 def _in_place(path):
-    """Whether :func:`atomic_write` writes ``path`` in place: it exists and, symbolic
-    links followed, is neither a regular file nor a directory (a device, FIFO or socket:
-    /dev/null, /dev/stdout on a pipe), or is a file no path names (/dev/stdout on a
-    deleted file: the link's target is no name to replace)."""
+    """Whether :func:`atomic_write` writes ``path`` in place: it exists and names an
+    open descriptor (/dev/stdout, even on a regular file: the shell's ``> log`` must
+    stay the file written), or, symbolic links followed, is neither a regular file nor
+    a directory (a device, FIFO or socket: /dev/null), or is a file no path names."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):  # a new file (or a dangling link: its target is made)
         return False
     if stat.S_ISDIR(st.st_mode):
         return False
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode) or names_a_descriptor(path):
         return True
     try:
         return not os.path.samestat(st, os.stat(os.path.realpath(path)))
@@ -92,10 +117,11 @@ def atomic_write(path, prefix=".linlap-"):
     replaced. Errors name ``path``, not the temporary file.
 
     A destination that exists and is no regular file (a device such as /dev/null, a
-    FIFO, /dev/stdout on a pipe; links followed), or is a file no path names (/dev/stdout
-    on a deleted file), is written in place, as a shell's ``>`` would: a replacement
-    would destroy it, and its directory (/dev) may take no temporary file. What was
-    written then stays written when an error follows.
+    FIFO; links followed), or is a file no path names, is written in place, as a shell's
+    ``>`` would: a replacement would destroy it, and its directory (/dev) may take no
+    temporary file. A path naming an open descriptor (/dev/stdout, /dev/fd/N) is
+    appended to, whatever it reaches: the caller's shell opened that (``> log``,
+    ``>> log``). What was written then stays written when an error follows.
     """
     path = os.fspath(path)
     if _in_place(path):
@@ -154,8 +180,15 @@ def _write_in_place(path):
     errors (flush, close) and those of the caller's writes that writing causes name
     ``path``."""
     in_body = False
+    fd = _own_descriptor(path)
     try:
-        with open(path, "wb") as fh:
+        # one of this process's descriptors: written through a duplicate, sharing its
+        # offset with the process's own writes (`> log 2>&1`: stderr's lines follow, not
+        # overwrite; `>> log` appends); another's (/proc/<pid>/fd/N) appended to;
+        # anything else opened as `>` would
+        opened = (os.fdopen(os.dup(fd), "wb") if fd is not None
+                  else open(path, "ab" if names_a_descriptor(path) else "wb"))
+        with opened as fh:
             in_body = True
             yield fh
             in_body = False

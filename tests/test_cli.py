@@ -1238,6 +1238,19 @@ def test_outputs_that_are_no_regular_file_are_written_in_place(tmp_path, capfd):
                           "--out", "/dev/stdout", "-q"], capture_output=True, env=_env(),
                          timeout=300)
     assert res.returncode == 0 and res.stdout == expected, res.stderr
+    # and on a regular file the shell opened: written through, never replaced (`>> log`
+    # kept its lines and `2>&1` its stderr lines: both were lost to a rename)
+    log = tmp_path / "log"
+    for mode, before in (("ab", b"earlier\n"), ("wb", b"")):
+        log.write_bytes(b"earlier\n")
+        with open(log, mode) as fh:
+            res = subprocess.run([sys.executable, "-m", "linlap", "predict", str(model),
+                                  str(data), "--out", "/dev/stdout"], stdout=fh,
+                                 stderr=subprocess.STDOUT, env=_env(), timeout=300)
+        assert res.returncode == 0
+        text = log.read_bytes()
+        assert text.startswith(before + expected) and b"predicted" in text[len(before):]
+    assert sorted(os.listdir(tmp_path)) == ["d.csv", "fifo", "link", "log", "m.model"]
 
 
 def test_a_closed_stderr_does_not_stop_fit(tmp_path):
@@ -1280,8 +1293,10 @@ def test_broken_pipe_of_a_named_output_is_an_error(tmp_path, capsys, monkeypatch
 def test_model_to_standard_output_is_refused(tmp_path, capsys):
     from linlap.cli import main
 
-    _error_of(capsys, main(["fit", "missing.csv", "--model", "-"]), 2,
-              "--model needs a file name; '-' (standard output) is not supported")
+    for model in ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
+        _error_of(capsys, main(["fit", "missing.csv", "--model", model]), 2,
+                  f"--model needs a file name; '{model}' (standard output or another "
+                  f"open descriptor) is not supported")
     assert not os.path.exists("-")
 
 

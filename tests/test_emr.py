@@ -380,3 +380,16 @@ def test_fitted_graph_with_fewer_neighbours_than_the_grid_is_refused():
     with pytest.raises(ValueError, match=r"n_neighbors=8 but the fitted search graph has "
                                          r"only 5: pass graph= fitted with n_neighbors >= 8"):
         candidate_graphs(X, {"n_neighbors": [4, 8]}, graph=g)
+
+
+def test_base_tol_loosened_within_its_range_and_checked_first(data):
+    X, y = data
+    ys = mask_labels(y, 10, random_state=0)
+    for tol in (0.05, 0.1, 0.5):  # loose steps at min(10 tol, 0.1), never above tol < 1
+        emr = EMRClassifier(LapRLSClassifier(tol=tol),
+                            candidates={"power": [1, 2]}).fit(X, ys)
+        assert emr.estimator_.tol == tol and emr.n_iter_ >= 2
+    for bad in (-1, 1.0, "x", True):  # its own value, before any search
+        with pytest.raises(ValueError, match=f"tol must be a number strictly between 0 "
+                                             f"and 1, got {bad!r}"):
+            EMRClassifier(LapRLSClassifier(tol=bad), graph=KNNGraph(n_neighbors=3)).fit(X, ys)

@@ -5,7 +5,7 @@ import os
 import stat
 import sys
 
-from .._atomic import check_destination
+from .._atomic import check_destination, names_a_descriptor
 from ._common import (TEXT_OPTIONS, _check_columns, _check_format_option, _reader_kwargs,
                       _refuse_to_replace_inputs, _Reporter, _unlabeled_label, UsageError)
 
@@ -166,9 +166,9 @@ def _fit(args):
     rep = _Reporter(args.quiet)
     if not args.model.strip():
         raise UsageError("--model: an empty file name")
-    if args.model == "-":
-        raise UsageError("--model needs a file name; '-' (standard output) is not "
-                         "supported for models")
+    if args.model == "-" or names_a_descriptor(args.model):
+        raise UsageError(f"--model needs a file name; {args.model!r} (standard output or "
+                         f"another open descriptor) is not supported for models")
     if os.path.exists(args.model) and stat.S_ISFIFO(os.stat(args.model).st_mode):
         # save() rewrites the header once the model is written: it needs to seek
         raise UsageError(f"--model {args.model} is a pipe; a model is written with "

@@ -28,6 +28,7 @@ __all__ = ["EMRClassifier", "candidate_graphs"]
 #: Candidate grid used when ``candidates=None``.
 DEFAULT_CANDIDATES = {"power": [1, 2, 5, 8]}
 #: the f steps before the last are solved to this multiple of the base estimator's tol
+#: (at most 0.1)
 LOOSE_TOL_FACTOR = 10
 
 _GRID_KEYS = ("n_neighbors", "weight", "heat_sigma", "symmetrize", "normalized", "power")
@@ -233,7 +234,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
 
     and stops when the relative decrease of J over one alternation is below ``tol``
     (or after ``max_iter`` f steps). The f steps while μ moves are solved to 10× the
-    base estimator's ``tol`` (``LOOSE_TOL_FACTOR``: μ needs S_k to a few digits only);
+    base estimator's ``tol`` (``LOOSE_TOL_FACTOR``, at most 0.1: μ needs S_k to a few
+    digits only);
     the last f step, at the final μ, to its ``tol`` — one more f step once J has
     stopped decreasing. Each μ step is exact and each warm-started f step lowers J over
     f, so J does not increase (the kernel solvers' early stopping is not a
@@ -354,6 +356,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         t_start = time.perf_counter()
         self._check_params()
         base, loss, kernel = self._base()
+        check_tol(base)  # before the search (and before it is loosened)
         check_in_memory(self, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                           ensure_min_samples=2)
@@ -385,6 +388,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             est.set_params(gamma_A=scaled_gamma_A(labeled.size, n_classes))
         gamma_A, gamma_I = float(est.gamma_A), float(est.gamma_I)
         base_tol = est.tol
+        # loosened, but never past 0.1 nor below the base's own (a tol is in (0, 1))
+        loose_tol = max(base_tol, min(LOOSE_TOL_FACTOR * base_tol, 0.1))
         fit_state = {}
 
         def decision_train(e):
@@ -395,7 +400,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             e = est
             # loose while μ moves (S_k to a few digits suffices), the base's own at the end
             e.set_params(graph=_EnsembleGraph.build(graphs, mu * scales, parts),
-                         tol=base_tol if final else LOOSE_TOL_FACTOR * base_tol)
+                         tol=base_tol if final else loose_tol)
             with warnings.catch_warnings():  # the rows were checked once, above
                 warnings.filterwarnings("ignore", message=ROW_NORM_WARNING)
                 e.fit(X, y)

@@ -161,9 +161,10 @@ class EMRResult:
     gamma_R : float
         The γ_R used (resolved when ``'auto'``).
     objective : list of float
-        J(f, μ) after each μ step (the first entry: the first f with uniform μ).
+        J(f, μ): after the first f step (uniform μ), then after each μ step and each
+        following f step, and after the extra final f step when there was one.
     n_iter : int
-        Alternations (f steps).
+        f steps, the final one included.
     converged : bool
     """
 
@@ -212,7 +213,7 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     max_iter : int, default=20
         Most f steps, the final one included.
     callback : callable, optional
-        ``callback(iteration, mu, objective)`` after each μ step.
+        ``callback(iteration, mu, objective)`` after each f step but the first.
 
     Returns
     -------
@@ -254,4 +255,6 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
         n_iter += 1
         S = np.asarray(smoothness(result), dtype=np.float64)
         objective.append(float(base + mu @ S + gamma_R * (mu @ mu)))
+        if callback is not None:
+            callback(n_iter, mu, objective[-1])
     return EMRResult(result, mu, S, gamma_R, objective, n_iter, converged)
