@@ -40,16 +40,20 @@ _IN_PLACE_ERRNOS = _WRITE_ERRNOS | {errno.EPIPE, errno.ESPIPE}
 _DESCRIPTOR_PATH = re.compile(r"/dev/(stdin|stdout|stderr|fd/\d+)|/proc/(self|\d+)/fd/\d+")
 
 
+def _descriptor_match(path):
+    return _DESCRIPTOR_PATH.fullmatch(os.path.normpath(os.path.abspath(path)))
+
+
 def names_a_descriptor(path):
     """Whether ``path`` names an open file descriptor (/dev/stdout, /dev/fd/N,
     /proc/self/fd/N): what it reaches was opened by the caller's shell (``> log``,
     ``>> log``), so it is written through, never replaced."""
-    return bool(_DESCRIPTOR_PATH.fullmatch(os.path.normpath(os.path.abspath(path))))
+    return _descriptor_match(path) is not None
 
 
 def _own_descriptor(path):
     """The number of this process's descriptor that ``path`` names, else None."""
-    m = _DESCRIPTOR_PATH.fullmatch(os.path.normpath(os.path.abspath(path)))
+    m = _descriptor_match(path)
     if m is None:
         return None
     name = m.group(1)
@@ -119,9 +123,11 @@ def atomic_write(path, prefix=".linlap-"):
     A destination that exists and is no regular file (a device such as /dev/null, a
     FIFO; links followed), or is a file no path names, is written in place, as a shell's
     ``>`` would: a replacement would destroy it, and its directory (/dev) may take no
-    temporary file. A path naming an open descriptor (/dev/stdout, /dev/fd/N) is
-    appended to, whatever it reaches: the caller's shell opened that (``> log``,
-    ``>> log``). What was written then stays written when an error follows.
+    temporary file. A path naming one of this process's open descriptors (/dev/stdout,
+    /dev/fd/N) is written through a duplicate of it, whatever it reaches, sharing its
+    offset (the caller's shell opened it: ``> log``, ``>> log``, ``2>&1``); another
+    process's (/proc/<pid>/fd/N) is appended to. What was written then stays written
+    when an error follows.
     """
     path = os.fspath(path)
     if _in_place(path):
@@ -176,9 +182,9 @@ def atomic_write(path, prefix=".linlap-"):
 
 @contextlib.contextmanager
 def _write_in_place(path):
-    """``open(path, 'wb')``, with :func:`atomic_write`'s error names: its own steps'
-    errors (flush, close) and those of the caller's writes that writing causes name
-    ``path``."""
+    """``path`` opened for writing in place (see :func:`atomic_write`), with its error
+    names: its own steps' errors (flush, close) and those of the caller's writes that
+    writing causes name ``path``."""
     in_body = False
     fd = _own_descriptor(path)
     try:

@@ -4,6 +4,7 @@ import math
 import os
 import stat
 import sys
+import warnings
 
 from .._atomic import check_destination, names_a_descriptor
 from ._common import (TEXT_OPTIONS, _check_columns, _check_format_option, _reader_kwargs,
@@ -89,8 +90,6 @@ def _warn_marker_classes(args, fmt, labels, classes):
     those rows were probably meant to be the unlabeled ones (a warning only: -1 or
     'unknown' can be a real class)."""
     import shlex
-    import warnings
-
     if fmt == "svmlight":  # numbers: -1 is the usual negative class there
         return
     for c in classes:
@@ -112,8 +111,6 @@ def _warn_minus_one_class(args, labels, n_unlabeled):
     rows than are unlabeled, as when a 0/1 file marks its unlabeled rows -1 (its class 0
     went unlabeled). Not when fewer: -1/+1 classes with unlabeled 0 rows is the
     SVMlight convention."""
-    import warnings
-
     count = sum(lab == "-1" for lab in labels)
     if count <= n_unlabeled:
         return

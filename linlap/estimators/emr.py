@@ -436,7 +436,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
                             callback=report if self.verbose else None)
         t_fits = time.perf_counter() - t0
         est = res.solution
-        est.set_params(warm_start=base.warm_start, tol=base_tol)
+        est.set_params(warm_start=base.warm_start)  # its last f step was at base_tol
         self.estimator_ = est
         self.graphs_ = graphs
         self.mu_ = res.mu
