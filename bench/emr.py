@@ -224,6 +224,12 @@ def study_methods(graph, graphs):
                 lambda g: LapRLSClassifier(graph=g))(X, ys, yv),
         EMR:
             lambda X, ys, yv: EMRClassifier(graph=graph).fit(X, ys),
+        # a loose base tol must not stall μ (EMRClassifier's LOOSE_TOL_MAX)
+        "EMRClassifier(LapRLSClassifier(tol=1e-2))":
+            lambda X, ys, yv: EMRClassifier(LapRLSClassifier(tol=1e-2),
+                                            graph=graph).fit(X, ys),
+        "LapRLSClassifier(tol=1e-2)":
+            lambda X, ys, yv: LapRLSClassifier(tol=1e-2, graph=graph).fit(X, ys),
         "LapRLSClassifier(gamma_I=1)":
             lambda X, ys, yv: LapRLSClassifier(gamma_A=GA4, gamma_I=1.0,
                                                graph=graph).fit(X, ys),
