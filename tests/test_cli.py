@@ -1438,3 +1438,178 @@ def test_help_states_defaults_and_arguments():
         assert "a model file written by linlap fit" in args
         assert len([ln for ln in args.splitlines() if ln.strip()]) > 2  # DATA's help too
     assert "Predict the labeled rows of DATA" in run("evaluate", "--help").stdout
+
+
+# ------------------------------------- review: Ctrl-C at start-up, a terminal as --model,
+#                                        the estimators' advice in the CLI's terms, plot's skips
+
+@pytest.mark.skipif(os.name == "nt", reason="needs POSIX signals")
+@pytest.mark.parametrize("launch", [["-m", "linlap"],  # and the console script's code:
+                                    ["-c", "import sys; from linlap.cli import main; "
+                                           "sys.exit(main())"]],
+                         ids=["python -m linlap", "linlap"])
+@pytest.mark.parametrize("module", ["numpy", "sklearn"])
+def test_ctrl_c_while_the_modules_load_is_one_line_and_status_130(tmp_path, module, launch):
+    """Ctrl-C in the first second of `linlap fit`, while NumPy, SciPy, scikit-learn, numba
+    and linlap load: one `linlap: interrupted` line and status 130, as later (was: a
+    traceback). `-X importtime` prints a line as each module is loaded, so the signal is
+    sent while ``module`` is being imported, not after a guessed delay."""
+    import signal
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [c if i < 12 else "" for i, c in enumerate(y)])
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", *launch, "fit",
+                             str(data), "--model", str(tmp_path / "m"), "-q"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=_env())
+    try:
+        err = ""
+        for line in proc.stderr:
+            err += line
+            # 'import time: self | cumulative | <indent>numpy.core._multiarray_umath'
+            if line.rsplit("|", 1)[-1].strip().split(".")[0] == module:
+                break
+        else:
+            pytest.fail(f"{module} was never imported:\n{err}")
+        if proc.poll() is not None:  # (it cannot finish while loading its modules)
+            pytest.skip("the run ended before the signal could be sent")
+        proc.send_signal(signal.SIGINT)
+        err += proc.communicate(timeout=300)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in err, err
+    assert [ln for ln in err.splitlines() if not ln.startswith("import time:")] == [
+        "linlap: interrupted"], err
+    # 130; or, when the interrupt struck inside a string a module being imported runs
+    # with exec() (SciPy's array-API shim does), CPython ends the process by SIGINT after
+    # the handler ran: the shell's status is 130 then too
+    assert proc.returncode in (130, -signal.SIGINT), proc.returncode
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs pseudo-terminals")
+def test_model_to_a_terminal_is_refused_before_the_fit(tmp_path, capsys):
+    """A terminal cannot take a model (binary, and written with seeks): refused as a
+    wrong command line before any input is read (was: the whole fit, binary bytes on the
+    terminal, then 'Illegal seek')."""
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [c if i < 12 else "" for i, c in enumerate(y)])
+    master, slave = os.openpty()
+    try:
+        tty = os.ttyname(slave)
+        (tmp_path / "link").symlink_to(tty)
+        for model in (tty, str(tmp_path / "link"), "/dev/tty"):
+            code = main(["fit", str(data), "--model", model])
+            err = capsys.readouterr().err
+            assert code == 2 and err.splitlines() == [
+                f"linlap: error: --model {model} is a terminal; a model is a binary file "
+                f"written with seeks: give a regular file"], err  # no step line: no work
+        os.set_blocking(master, False)
+        with pytest.raises(BlockingIOError):  # nothing reached the terminal
+            os.read(master, 100)
+    finally:
+        os.close(master)
+        os.close(slave)
+    # another character device is still written in place
+    assert main(["fit", str(data), "--model", os.devnull, "-q"]) == 0
+
+
+def test_estimator_advice_is_given_in_the_options_of_linlap_fit(tmp_path, capsys):
+    """The estimators' warnings and errors name their Python keywords (gamma_I='scaled',
+    class_prior=None, LapSVMClassifier, unlabeled rows 'labeled -1'); `linlap fit` shows
+    its options instead. Advice with no option of fit (Normalizer()) is left as it is."""
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    model = str(tmp_path / "m")
+    few = _write_texts_csv(tmp_path / "few.csv", texts,
+                           [c if i < 30 else "" for i, c in enumerate(y)])
+    assert main(["fit", str(few), "--model", model, "--n-neighbors", "5", "-q"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "linlap: warning: only 10 of the 40 rows are unlabeled: --gamma-I scaled assumes "
+        "many unlabeled documents (it was measured with 20 or more per labeled one), and "
+        "with few the graph term can override the labels (predictions of one class). Fit "
+        "on the unlabeled documents too (an empty label, the --unlabeled-label value, or a "
+        "directory's unlabeled/ folder), or pass a smaller --gamma-I (--gamma-I 0: the "
+        "labels alone)."]
+    labeled = _write_texts_csv(tmp_path / "all.csv", texts, y)
+    for extra, expected in (
+            (["--class-prior", "labeled"], "--class-prior needs unlabeled rows to constrain, "
+                                           "but every row is labeled; use --class-prior none."),
+            (["--estimator", "laps3vm"], "--estimator laps3vm needs unlabeled rows for its "
+                                         "unlabeled loss and class balance, but every row "
+                                         "is labeled; --estimator lapsvm fits labeled rows "
+                                         "alone.")):
+        line = _error_of(capsys, main(["fit", str(labeled), "--model", model,
+                                       "--n-neighbors", "5", "-q", *extra]), 1)
+        assert line == f"linlap: error: {expected}"
+    one = _write_texts_csv(tmp_path / "one.csv", texts,
+                           [c if i < 39 else "" for i, c in enumerate(y)])
+    _error_of(capsys, main(["fit", str(one), "--model", model, "--n-neighbors", "5", "-q",
+                            "--estimator", "laps3vm"]), 1,
+              "--class-prior predicted estimates the class balance of the unlabeled rows")
+    # svmlight rows far from unit norm: --gamma-A; sklearn's Normalizer has no option
+    rows = _svmlight_rows()
+    data = _write(tmp_path / "big.svm", "".join(
+        f"{(i % 2) * 2 - 1 if i < 20 else 0} "
+        + " ".join(f"{kv.split(':')[0]}:{50 * float(kv.split(':')[1]):g}"
+                   for kv in row.split()) + "\n" for i, row in enumerate(rows)))
+    assert main(["fit", str(data), "--model", model, "--n-neighbors", "5", "-q"]) == 0
+    norm = [ln for ln in capsys.readouterr().err.splitlines() if "norms around" in ln]
+    assert len(norm) == 1 and "--gamma-A scaled was measured" in norm[0], norm
+    assert norm[0].endswith("(sklearn.preprocessing.Normalizer()) or give --gamma-A a number.")
+    assert "gamma_A" not in norm[0]
+
+
+def test_graph_memory_error_names_the_n_neighbors_option(tmp_path, capsys, monkeypatch):
+    """KNNGraph's memory check advises 'a smaller n_neighbors': --n-neighbors in fit and
+    plot."""
+    pytest.importorskip("matplotlib")
+    import linlap._memory
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [c if i < 12 else "" for i, c in enumerate(y)])
+    monkeypatch.setattr(linlap._memory, "available_bytes", lambda: 1000)
+    for argv in (["fit", str(data), "--model", str(tmp_path / "m")],
+                 ["plot", "labels", str(data), "--out", str(tmp_path / "p.png")]):
+        line = _error_of(capsys, main([*argv, "--n-neighbors", "5", "-q"]), 1,
+                         "Building the 5-NN graph of")
+        assert line.endswith("Use a smaller --n-neighbors, or fewer rows."), line
+
+
+def test_a_single_class_drawn_is_said_in_the_options_of_the_command(capsys):
+    """`linlap demo --n-labels 1` drew one label: the estimator's refusal advised
+    `unlabeled=None` (if -1 were a class), which the command cannot take."""
+    from linlap.cli import main
+
+    line = _error_of(capsys, main(["demo", "--n-labels", "1"]), 1)
+    assert line == ("linlap: error: --n-labels 1: a classifier needs labels of two classes; "
+                    "draw at least 2")
+
+
+def test_plot_labels_notes_skipped_label_counts_even_with_quiet(tmp_path, capsys):
+    """--quiet silences progress, not the note that the plot lacks some of the label
+    counts asked for (it was a step line, dropped with -q)."""
+    pytest.importorskip("matplotlib")
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(80)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [c if i < 40 else "" for i, c in enumerate(y)])
+    png = tmp_path / "p.png"
+    assert main(["plot", "labels", str(data), "--out", str(png), "--n-labels", "1,10,500",
+                 "--n-neighbors", "5", "-q"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "linlap: warning: skipping 1 labels: --n-labels 1: a classifier needs labels of "
+        "two classes; draw at least 2",
+        f"linlap: warning: skipping 500 labels: --n-labels 500: {data} has only 28 "
+        f"labeled training documents"]
+    assert png.read_bytes()[:4] == b"\x89PNG"

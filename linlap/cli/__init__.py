@@ -252,7 +252,11 @@ def main(argv=None):
 
     # a closed stderr (`2>&1 | head`) silences the diagnostics, never the work
     with stderr_may_close():
-        return _main(argv)
+        try:
+            return _main(argv)
+        except KeyboardInterrupt:  # Ctrl-C, also while the command's modules load
+            print("linlap: interrupted", file=sys.stderr)
+            return 130
 
 
 def _main(argv):
@@ -281,9 +285,6 @@ def _main(argv):
         return 2
     except (ValueError, OSError, MemoryError) as exc:
         return _error(exc)
-    except KeyboardInterrupt:
-        print("linlap: interrupted", file=sys.stderr)
-        return 130
 
 
 def _error(exc):

@@ -3,8 +3,10 @@
 import contextlib
 import io
 import os
+import re
 import sys
 import time
+import warnings
 
 from .._atomic import atomic_write
 from .._progress import progress
@@ -86,6 +88,59 @@ def show_warning(message, category, filename, lineno, file=None, line=None):
         print(text, file=sys.stderr, flush=True)
     else:  # clears and redraws any bar on the terminal
         tqdm.write(text, file=sys.stderr)
+
+
+#: KNNGraph's keyword that ``linlap fit`` and ``plot`` spell as an option (:func:`_spelled`)
+_GRAPH_SPELLINGS = ((r"\bn_neighbors\b", "--n-neighbors"),)
+
+
+@contextlib.contextmanager
+def _spelled(spellings):
+    """Within: the warnings and errors (ValueError, MemoryError) of the estimators and the
+    graph in the command's terms, ``spellings`` (``(pattern, replacement)`` pairs for
+    :func:`re.sub`) rewriting the Python keywords they name into its options
+    (``gamma_I=0`` into ``--gamma-I 0``). The library's messages stay those of Python
+    callers; a message that names none of them is left as it is."""
+    def spell(text):
+        for pattern, replacement in spellings:
+            text = re.sub(pattern, replacement, text)
+        return text
+
+    shown = warnings.showwarning
+
+    def show(message, category, *args, **kwargs):
+        shown(spell(str(message)), category, *args, **kwargs)
+
+    warnings.showwarning = show
+    try:
+        yield
+    except (ValueError, MemoryError) as exc:
+        text = spell(str(exc))
+        if text == str(exc):
+            raise
+        raise (MemoryError if isinstance(exc, MemoryError) else ValueError)(text) from None
+    finally:
+        warnings.showwarning = shown
+
+
+def _draw_labels(y, n, seed, unlabeled=-1):
+    """``y`` with all but ``n`` of its labels hidden (:func:`linlap.datasets.mask_labels`,
+    seeded by --seed), for the commands that draw their labels (demo, plot). A draw of a
+    single class is refused in the command's terms (the estimator would refuse it with
+    advice for Python callers: ``unlabeled=None``)."""
+    import numpy as np
+
+    from ..datasets import mask_labels
+
+    drawn = mask_labels(y, n, random_state=seed, unlabeled=unlabeled)
+    classes = np.unique(drawn[drawn != unlabeled])
+    if classes.size < 2:  # mask_labels draws a label of every class when n allows it
+        if n == 1:
+            raise ValueError("--n-labels 1: a classifier needs labels of two classes; "
+                             "draw at least 2")
+        raise ValueError(f"every labeled document is of class {str(classes[0])!r}; a "
+                         f"classifier needs labels of two classes")
+    return drawn
 
 
 def _reader_kwargs(args, unlabeled_label):

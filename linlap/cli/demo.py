@@ -2,14 +2,14 @@
 
 import time
 
-from ._common import UsageError
+from ._common import _draw_labels, UsageError
 
 
 def _demo(args):
     import numpy as np
     from sklearn.svm import LinearSVC
 
-    from ..datasets import load_pcmac, mask_labels
+    from ..datasets import load_pcmac
     from ..estimators import LapRLSClassifier
     from ..graph import KNNGraph
     from ..text import make_vectorizer
@@ -18,7 +18,7 @@ def _demo(args):
     if args.n_labels > len(train.target):
         raise UsageError(f"--n-labels {args.n_labels}: the PCMAC training set has "
                          f"{len(train.target)} documents; give at most that many")
-    y_semi = mask_labels(train.target, args.n_labels, random_state=args.seed)
+    y_semi = _draw_labels(train.target, args.n_labels, args.seed)
     labeled = y_semi != -1
     print(f"PCMAC (bundled 20 Newsgroups, {train.target_names[0]} vs "
           f"{train.target_names[1]}): {len(train.data)} training documents "

@@ -8,7 +8,8 @@ import warnings
 
 from .._atomic import check_destination, names_a_descriptor
 from ._common import (TEXT_OPTIONS, _check_columns, _check_format_option, _reader_kwargs,
-                      _refuse_to_replace_inputs, _Reporter, _unlabeled_label, UsageError)
+                      _GRAPH_SPELLINGS, _refuse_to_replace_inputs, _Reporter, _spelled,
+                      _unlabeled_label, UsageError)
 
 
 def _parse_class_prior(text):
@@ -31,6 +32,25 @@ def _parse_class_prior(text):
         raise UsageError(f"--class-prior {text}: the proportions sum to {sum(values):g}; "
                          f"they must sum to 1")
     return values
+
+
+def _is_terminal(path):
+    """Whether ``path`` names a terminal, links followed: /dev/tty (the controlling
+    terminal, if any), or a character device that says so once opened (/dev/pts/N;
+    opened without becoming the controlling terminal, nor waiting for a serial line)."""
+    try:
+        if not stat.S_ISCHR(os.stat(path).st_mode):
+            return False
+        if os.path.realpath(path) == "/dev/tty":
+            return True
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):  # none there, or one we cannot open: checked later
+        return False
+    try:
+        return os.isatty(fd)
+    finally:
+        os.close(fd)
 
 
 def _check_estimator_options(args):
@@ -151,6 +171,24 @@ def _vectorizer_error(args, exc):
 
 # ----------------------------------------------------------------------------- fit
 
+#: the estimators' Python terms as ``linlap fit`` spells them, for their warnings and
+#: errors (:func:`_spelled`): ``gamma_I='scaled'`` → ``--gamma-I scaled``,
+#: ``class_prior=None`` → ``--class-prior none``, ``LapSVMClassifier`` → ``--estimator
+#: lapsvm``, their unlabeled marker → the command's. Python keywords without an option
+#: here (max_iter, cg_max_iter, tol, norm) are left as they are.
+_FIT_SPELLINGS = (
+    (r"\bclass_prior=None\b", "--class-prior none"),
+    (r"\bclass_prior='(\w+)'", r"--class-prior \1"),
+    (r"\bgamma_([AIU])='?([-+\w.]*\w)'?", r"--gamma-\1 \2"),
+    (r"\b(gamma_[AIU]|class_prior)\b", lambda m: "--" + m[1].replace("_", "-")),
+    (r"\bLap(RLS|SVM|S3VM)Classifier\b", lambda m: f"--estimator lap{m[1].lower()}"),
+    (r"\(labeled -1, or your unlabeled marker\)",
+     "(an empty label, the --unlabeled-label value, or a directory's unlabeled/ folder)"),
+    (r" \(y == ''\)", ""),  # the marker ``linlap fit`` passes: its rows' empty labels
+    (r"\bevery row of y\b", "every row"),
+)
+
+
 def _fit(args):
     import numpy as np
     from sklearn.pipeline import Pipeline
@@ -170,6 +208,9 @@ def _fit(args):
         # save() rewrites the header once the model is written: it needs to seek
         raise UsageError(f"--model {args.model} is a pipe; a model is written with "
                          f"seeks: give a regular file")
+    if _is_terminal(args.model):  # no seeks either, and a model is no text to show
+        raise UsageError(f"--model {args.model} is a terminal; a model is a binary file "
+                         f"written with seeks: give a regular file")
     check_destination(args.model)  # before the fit, not after it
     _refuse_to_replace_inputs("--model", args.model, [(args.data, "input file (DATA)")])
     _check_columns(args)
@@ -279,7 +320,8 @@ def _fit(args):
     graph = default_graph(X, verbose, random_state=args.seed, n_neighbors=args.n_neighbors,
                           weight=args.weight, power=args.power, space=args.graph_space)
     k = graph.n_neighbors
-    with rep.step(f"building the {k}-NN graph", chatty=graph.verbose):
+    with rep.step(f"building the {k}-NN graph", chatty=graph.verbose), \
+            _spelled(_GRAPH_SPELLINGS):
         graph.fit(X)
     rep.line(f"graph: {'exact' if graph.algorithm_ == 'exact' else 'approximate (pynndescent)'}"
              f" search in the {'SVD embedding' if graph.space_ == 'svd' else 'document vectors'}")
@@ -291,7 +333,7 @@ def _fit(args):
                  "laps3vm": LapS3VMClassifier}[args.estimator]
     est = estimator(**weights, graph=graph, class_prior=class_prior, unlabeled="",
                     verbose=int(verbose))
-    with rep.step(f"solving ({args.estimator})", chatty=verbose):
+    with rep.step(f"solving ({args.estimator})", chatty=verbose), _spelled(_FIT_SPELLINGS):
         est.fit(X, y)
     if s3vm:
         rep.line(f"{est.n_solves_} weighted LapSVM solves over {est.n_iter_} temperatures, "

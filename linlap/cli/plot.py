@@ -1,8 +1,11 @@
 """``linlap plot``: learning curves, convergence and solution-path figures."""
 
+import warnings
+
 from .._atomic import check_destination
-from ._common import (_check_columns, _check_format_option, _reader_kwargs,
-                      _refuse_to_replace_inputs, _Reporter, _unlabeled_label, UsageError)
+from ._common import (_check_columns, _check_format_option, _draw_labels,
+                      _GRAPH_SPELLINGS, _reader_kwargs, _refuse_to_replace_inputs, _Reporter,
+                      _spelled, _unlabeled_label, UsageError)
 
 
 def _plot_data(args, fmt, unlabeled_label):
@@ -48,7 +51,6 @@ def _plot_data(args, fmt, unlabeled_label):
 def _plot(args):
     import numpy as np
 
-    from ..datasets import mask_labels
     from ..estimators._base import capped_n_neighbors
     from ..estimators import LapRLSClassifier, LapSVMClassifier
     from ..graph import KNNGraph
@@ -80,13 +82,13 @@ def _plot(args):
         if n > n_labeled:
             raise ValueError(f"--n-labels {n}: {title} has only {n_labeled} labeled "
                              f"training documents")
-        return mask_labels(y, n, random_state=args.seed, unlabeled=marker)
+        return _draw_labels(y, n, args.seed, marker)
 
     n_lab = args.n_labels[0]
     if args.kind in ("path", "convergence"):  # one draw, checked before the graph
         y_semi = draw_labels(n_lab)
     k = capped_n_neighbors(X, args.n_neighbors)
-    with rep.step(f"building the {k}-NN graph"):
+    with rep.step(f"building the {k}-NN graph"), _spelled(_GRAPH_SPELLINGS):
         graph = KNNGraph(n_neighbors=k, random_state=args.seed).fit(X)
     if args.kind == "path":
         from ..model_selection import LapSVMPathClassifier
@@ -117,8 +119,8 @@ def _plot(args):
                     lab = y_semi != marker
                     clf = LapRLSClassifier(graph=graph, unlabeled=marker).fit(X, y_semi)
                     svc = LinearSVC().fit(X[lab], y_semi[lab])
-                except ValueError as exc:
-                    rep.line(f"skipping {n} labels: {exc}")
+                except ValueError as exc:  # the plot lacks this point: said even with -q
+                    warnings.warn(f"skipping {n} labels: {exc}", UserWarning, stacklevel=2)
                     continue
                 ns.append(n)
                 errors["LapRLS"].append(100 * np.mean(clf.predict(X_test) != y_test))

@@ -3,7 +3,6 @@
 import sys
 import time
 
-from ..solvers._problem import predict_index
 from ._common import (_model_classes, _model_input, _output, _refuse_to_replace_inputs,
                       _Reporter, _stdout, UsageError)
 
@@ -12,6 +11,8 @@ def _predict(args):
     import csv
 
     import numpy as np
+
+    from ..solvers._problem import predict_index
 
     _refuse_to_replace_inputs("--out", args.out, [(args.model, "model file (MODEL)"),
                                                   (args.data, "input file (DATA)")])
