@@ -732,3 +732,119 @@ def test_bad_inputs():
         lapsvm_tinv(X, T, labeled, lap, gamma_A=0.0, gamma_I=GI, scale=s)
     with pytest.raises(ValueError, match="loss"):
         lapsvm_tinv(X, T, labeled, lap, loss="log", **kw)
+
+
+# -- the stall rule of the finite Newton steps (docstring steps 3–5) ----------------------
+def _trace_newton_steps(monkeypatch):
+    """Record every Newton step's CG call: the active set it solves for (the operator's
+    mask), its CG tolerance and iteration cap (the phase), the CG solution and whether
+    CG converged. With ``balance`` the solution holds z₀ and the constraint column z₁."""
+    newton = importlib.import_module("linlap.solvers.lapsvm_newton")
+    solve = newton._solve_columns
+    steps = []
+
+    def traced(op, B, X0, **kwargs):
+        Zbar, info = solve(op, B, X0, **kwargs)
+        steps.append(dict(active=op.mask[:, 0] > 0, cg_tol=kwargs["tol"],
+                          cg_max_iter=kwargs["max_iter"], solution=Zbar.copy(),
+                          cg_ok=bool(info.converged.all())))
+        return Zbar, info
+
+    monkeypatch.setattr(newton, "_solve_columns", traced)
+    return steps
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("seed,normalized", [(4, False), (1, True)])
+def test_newton_stall_rule_switches_phase_and_stops(sparse, seed, normalized, monkeypatch):
+    """Every Newton step of a run follows docstring steps 3–5 exactly.
+
+    The loose steps (at most LOOSE_CG_ITER = 10 CG iterations for 21 unknowns plus the
+    balance column) are inexact, so the loose phase ends by the stall rule — relative
+    decrease below ``tol`` with the active set unchanged — not by a consistent Newton
+    point. Replaying the rule on the recorded steps (the active sets, the Newton points
+    z₀ + ν z₁, the decreases the callback reports) must predict the phase of every step
+    and the step the solver stops at: a stall threshold other than ``tol`` switches to
+    the tight phase (or stops) at another step. With ``balance`` no tight stop is
+    refused (step 6), so the rule alone decides.
+    """
+    newton = importlib.import_module("linlap.solvers.lapsvm_newton")
+    tol, cg_max_iter, r = 1e-4, 1000, 0.1
+    X, L, labeled, T = random_problem(n=30, d=20, l=12, seed=seed, sparse=sparse,
+                                      normalized=normalized)
+    Xd, t = dense(X), T[:, 0]
+    unl = np.setdiff1d(np.arange(X.shape[0]), labeled)
+    steps = _trace_newton_steps(monkeypatch)
+    decrease = []
+    sol = lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_A=GA, gamma_I=GI,
+                        scale=1.0 / np.trace(L), balance=[r], unlabeled_rows=unl, tol=tol,
+                        cg_max_iter=cg_max_iter, max_iter=50,
+                        callback=lambda step, dec: decrease.append(dec))
+    assert sol.converged and len(steps) == len(decrease) == sol.n_iter
+    Xt = _augment(Xd, True)[labeled]
+    c = np.r_[Xd[unl].mean(axis=0), 1.0]
+    final_active = t * sol.decision[labeled, 0] < 1
+    tight, why, stalls = False, "the first step is loose", 0
+    for i, st in enumerate(steps):
+        step, phase = i + 1, "tight" if tight else "loose"
+        expected_cg = (tol, cg_max_iter) if tight else (max(newton.LOOSE_TOL, tol),
+                                                        newton.LOOSE_CG_ITER)
+        assert (st["cg_tol"], st["cg_max_iter"]) == expected_cg, (
+            f"Newton step {step} ran CG with (tol, max_iter)={(st['cg_tol'], st['cg_max_iter'])}"
+            f", expected a {phase} step {expected_cg}: {why}")
+        z0, z1 = st["solution"][:, 0], st["solution"][:, 1]
+        yo = t * (Xt @ (z0 + (r - c @ z0) / (c @ z1) * z1))  # the Newton point's y f
+        a = st["active"]
+        slack = tol if tight else max(newton.LOOSE_TOL, tol)
+        consistent = st["cg_ok"] and np.all(yo[a] <= 1 + slack) and np.all(yo[~a] >= 1 - slack)
+        last = step == len(steps)
+        if consistent and not tight:  # step 3: redo it tightly (no line search)
+            assert not last, f"step {step}: a loose consistent step cannot end the run"
+            tight, why = True, f"step {step} was loose and consistent (redone tightly)"
+            continue
+        after = final_active if last else steps[i + 1]["active"]
+        unchanged = np.array_equal(after, a)
+        stalled = decrease[i] < tol and unchanged
+        stalls += stalled
+        stop = consistent or (stalled and tight)
+        why = (f"step {step} ({phase}) had relative decrease {decrease[i]:.3g} (tol={tol:g}), "
+               f"active set {'unchanged' if unchanged else 'changed'}, Newton point "
+               f"{'' if consistent else 'not '}consistent")
+        assert stop == last, f"the solver {'went on after' if stop else 'stopped at'} {why}"
+        if stalled and not tight:  # step 5: a stalled loose step switches to tight
+            tight = True
+    assert stalls, "no step stalled: the problem no longer exercises the stall rule"
+
+
+def test_newton_loose_step_without_descent_switches_to_tight_phase():
+    """A loose Newton step that does not descend at all (10 CG iterations with the balance
+    column leave a direction along which the line search stays at δ = 0) stalls, and a
+    stalled loose step switches to the tight phase (docstring step 5): the solver then
+    converges to the constrained minimiser in three steps instead of repeating the same
+    loose step, without progress, until max_iter. Dense and CSR X alike."""
+    z_ref = J_ref = None
+    for sparse in (True, False):
+        X, L, labeled, T = random_problem(n=30, d=20, l=12, seed=11, sparse=sparse,
+                                          normalized=True)
+        Xd, t = dense(X), T[:, 0]
+        unl = np.setdiff1d(np.arange(X.shape[0]), labeled)
+        s, r = 1.0 / np.trace(L), np.array([-0.2])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            sol = lapsvm_newton(X, T, labeled, lambda F: L @ F, gamma_A=GA, gamma_I=GI,
+                                scale=s, balance=r, unlabeled_rows=unl, tol=1e-10,
+                                max_iter=50)
+        # the second (loose) step made no progress at all — the stall
+        assert sol.history[2] == sol.history[1] < sol.history[0]
+        assert sol.converged and sol.n_iter <= 5 and sol.residual < 1e-8
+        np.testing.assert_allclose(sol.decision[unl].mean(axis=0), r, atol=1e-12)
+        if z_ref is None:  # the same dense problem for both: one reference solve
+            c = np.r_[Xd[unl].mean(axis=0), 1.0]
+            z_ref = reference(Xd, L, labeled, t, GA, GI, s, True, c, r[0])
+            J_ref = ref_J_grad(z_ref, _augment(Xd, True), L, labeled, t, GA, GI, s,
+                               Xd.shape[1])[0]
+        J = lapsvm_objective(Xd, t, labeled, lambda F: L @ F, sol.coef[0], sol.intercept[0],
+                             gamma_A=GA, gamma_I=GI, scale=s)[0]
+        assert abs(J - J_ref) <= 1e-6 * J_ref, (J, J_ref)
+        np.testing.assert_allclose(sol.coef[0], z_ref[:-1], rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(sol.intercept[0], z_ref[-1], rtol=1e-4, atol=1e-6)

@@ -579,3 +579,108 @@ def test_estimator_minimises_the_objective_at_its_unlabeled_labels(solver, class
                                              gA, gI, gU)
         ratio = np.linalg.norm(grad) / np.linalg.norm(grad0)
         assert ratio <= 1e-7, (c, ratio)
+
+
+# -- the final T = 0 stage of the annealing ---------------------------------------------
+def _trace_labelled_solves(monkeypatch):
+    """Record what the S³VM solvers do, in order: every finite Newton solve (the labels P it
+    is solved for — None for the LapSVM start —, its tol, the decision values it returns)
+    and every label update (its temperature)."""
+    s3vm = importlib.import_module("linlap.solvers.s3vm")
+    problem_for, newton, labels = s3vm.s3vm_problem, s3vm.lapsvm_newton, s3vm._Solver.labels
+    events, pending = [], []
+
+    def recorded_problem(labeled_rows, targets, unlabeled_rows, P, gamma_U):
+        pending.append(np.array(P, dtype=np.float64))
+        return problem_for(labeled_rows, targets, unlabeled_rows, P, gamma_U)
+
+    def recorded_newton(*args, **kwargs):
+        sol = newton(*args, **kwargs)
+        P = pending.pop() if "row_weights" in kwargs else None
+        assert not pending
+        events.append(dict(P=P, tol=kwargs["tol"], decision=sol.decision.copy()))
+        return sol
+
+    def recorded_labels(self, FU, T):
+        events.append(dict(temperature=T))
+        return labels(self, FU, T)
+
+    monkeypatch.setattr(s3vm, "s3vm_problem", recorded_problem)
+    monkeypatch.setattr(s3vm, "lapsvm_newton", recorded_newton)
+    monkeypatch.setattr(s3vm._Solver, "labels", recorded_labels)
+    return events
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("case,balance,temperature,max_outer,max_inner", [
+    ("repeat after several solves", "labels", None, 1, 10),
+    ("repeat at once", "labels", None, 30, 10),
+    ("max_inner reached", "labels", None, 1, 3),
+    ("hard before T = 0", "mean", 1e-6, 1, 10)])
+def test_annealing_final_stage_solves_until_the_labels_repeat(case, balance, temperature,
+                                                              max_outer, max_inner, sparse,
+                                                              monkeypatch):
+    """The final T = 0 stage of s3vm_annealing (docstring): the hard balanced labels of f
+    and f solved at ``tol`` for them, alternately, until the labels repeat — at least one,
+    at most ``max_inner`` solves — and the returned labels are those the returned f was
+    solved for. Stopping the annealing after one temperature (max_outer=1) leaves f far
+    from its hard labels: they then change over several T = 0 solves; after the full
+    annealing they repeat after the first solve; max_inner=3 ends the stage while they
+    still change; at a tiny temperature (balance='mean': p = σ(−g/T) exactly 0 or 1) the
+    annealed f was solved for its hard labels already — and still gets its solve at tol."""
+    X, L, labeled, unlabeled, T, _ = problem(n=60, k=1, seed=8, sparse=sparse)
+    gU, tol = 2.0, 1e-6
+    kw = dict(gamma_A=1e-3, gamma_I=0.5, gamma_U=gU, scale=1 / np.trace(L))
+    lap = lambda F: L @ F  # noqa: E731
+    events = _trace_labelled_solves(monkeypatch)
+    ends = []  # len(events) when each temperature ends
+    sol = s3vm_annealing(X, T, labeled, unlabeled, lap, positive_fraction=0.5, tol=tol,
+                         balance=balance, temperature=temperature, max_outer=max_outer,
+                         max_inner=max_inner,
+                         callback=lambda outer, T_outer: ends.append(len(events)), **kw)
+    pi = sol.state["positive_fraction"]
+
+    def hard(F):  # the labels at T = 0 of the decision values F
+        FU = F[unlabeled]
+        G = gU * (np.maximum(0, 1 - FU) ** 2 - np.maximum(0, 1 + FU) ** 2)
+        return balanced_soft_labels(G, 0.0, pi) if balance == "labels" else (
+            (G < 0) + 0.5 * (G == 0))
+
+    annealed = [e for e in events[:ends[-1]] if "tol" in e][-1]  # where annealing left f
+    stage = events[ends[-1]:]
+    final = [e for e in stage if "tol" in e]
+    assert 1 <= len(final) <= max_inner, f"{len(final)} solves at T = 0"
+    f = annealed["decision"]
+    for i, st in enumerate(final):
+        assert st["tol"] == tol, f"T = 0 solve {i + 1} at tol={st['tol']}, not tol={tol}"
+        np.testing.assert_array_equal(st["P"], hard(f), err_msg=f"T = 0 solve {i + 1} is not "
+                                      f"for the hard labels of the previous f")
+        if i:
+            assert not np.array_equal(st["P"], final[i - 1]["P"]), (
+                f"T = 0 solve {i + 1} repeats the labels of solve {i}: the stage should have "
+                f"stopped")
+        f = st["decision"]
+    repeated = np.array_equal(hard(f), final[-1]["P"])
+    assert repeated or len(final) == max_inner, (
+        f"the T = 0 stage stopped after {len(final)} of max_inner={max_inner} solves with the "
+        f"labels of f still changing")
+    # it stops there: one label update per solve, and the one that found the repeat
+    updates = [e["temperature"] for e in stage if "temperature" in e]
+    assert updates == [0.0] * (len(final) + repeated), (
+        f"{len(updates)} label updates at T = 0 for {len(final)} solves (labels repeated: "
+        f"{repeated})")
+    observed = ("max_inner reached" if not repeated else "repeat at once" if len(final) == 1
+                else "repeat after several solves")
+    if case == "hard before T = 0":
+        np.testing.assert_array_equal(annealed["P"], hard(annealed["decision"]))
+        case = "repeat at once"
+    assert observed == case, f"{case}: {len(final)} T = 0 solves, labels repeated: {repeated}"
+    # returned: the last solve's f and the labels it was solved for
+    np.testing.assert_array_equal(sol.state["P"], final[-1]["P"])
+    np.testing.assert_array_equal(sol.decision, final[-1]["decision"])
+    # each T = 0 solve (warm-started) and each label update lowers J: the stage ends no
+    # higher than the last temperature's J at the hard labels
+    J = s3vm_objective(X, T, labeled, unlabeled, lap, sol.coef, sol.intercept,
+                       P=sol.state["P"], **kw)[0]
+    np.testing.assert_allclose(sol.history[-1], J, rtol=1e-10)
+    assert len(sol.history) == len(ends) + 1 and sol.history[-1] <= sol.history[-2]
