@@ -1535,8 +1535,8 @@ def test_estimator_advice_is_given_in_the_options_of_linlap_fit(tmp_path, capsys
         "linlap: warning: only 10 of the 40 rows are unlabeled: --gamma-I scaled assumes "
         "many unlabeled documents (it was measured with 20 or more per labeled one), and "
         "with few the graph term can override the labels (predictions of one class). Fit "
-        "on the unlabeled documents too (an empty label, the --unlabeled-label value, or a "
-        "directory's unlabeled/ folder), or pass a smaller --gamma-I (--gamma-I 0: the "
+        "on the unlabeled documents too (rows with an empty label; see --unlabeled-label), "
+        "or pass a smaller --gamma-I (--gamma-I 0: the "
         "labels alone)."]
     labeled = _write_texts_csv(tmp_path / "all.csv", texts, y)
     for extra, expected in (
@@ -1605,11 +1605,93 @@ def test_plot_labels_notes_skipped_label_counts_even_with_quiet(tmp_path, capsys
     data = _write_texts_csv(tmp_path / "d.csv", texts,
                             [c if i < 40 else "" for i, c in enumerate(y)])
     png = tmp_path / "p.png"
-    assert main(["plot", "labels", str(data), "--out", str(png), "--n-labels", "1,10,500",
+    assert main(["plot", "labels", str(data), "--out", str(png), "--n-labels", "1,1,10,500",
                  "--n-neighbors", "5", "-q"]) == 0
-    assert capsys.readouterr().err.splitlines() == [
-        "linlap: warning: skipping 1 labels: --n-labels 1: a classifier needs labels of "
-        "two classes; draw at least 2",
+    skip_1 = ("linlap: warning: skipping 1 labels: --n-labels 1: a classifier needs labels "
+              "of two classes; draw at least 2")
+    assert capsys.readouterr().err.splitlines() == [  # a repeated count's skip said again
+        skip_1, skip_1,
         f"linlap: warning: skipping 500 labels: --n-labels 500: {data} has only 28 "
         f"labeled training documents"]
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ctrl_c_that_an_import_turns_into_an_import_error_is_an_interruption(tmp_path):
+    """A SIGINT landing while NumPy's C core imports `datetime` reaches the command as an
+    ImportError (the KeyboardInterrupt replaced, not chained): still one `linlap:
+    interrupted` line and status 130 (was: NumPy's install advice, a traceback, status 1).
+    Deterministic: an import hook sends the signal when `datetime` is imported."""
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [c if i < 12 else "" for i, c in enumerate(y)])
+    script = tmp_path / "interrupt_on_datetime.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        "class Hook:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'datetime':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.meta_path.insert(0, Hook())\n"
+        "from linlap.cli import main\n"
+        f"sys.exit(main(['fit', {str(data)!r}, '--model', {str(tmp_path / 'm')!r}, '-q']))\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=_env(), timeout=300)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.splitlines() == ["linlap: interrupted"], proc.stderr
+    assert proc.returncode == 130
+    assert not (tmp_path / "m").exists()
+
+
+def test_spelled_messages_in_the_terms_of_linlap_fit():
+    """The rewording of estimator messages for `linlap fit`: options where the command has
+    them, the advice of the one message naming both gamma_A and tol as the command can
+    follow it, class names left alone where they are no advice, the unlabeled marker of
+    the input at hand."""
+    from linlap.cli._common import _spelled
+    from linlap.cli.fit import _fit_spellings
+
+    def spelled(message, fmt="csv", marker=None):
+        with pytest.raises(ValueError) as info:
+            with _spelled(_fit_spellings(fmt, marker)):
+                raise ValueError(message)
+        return str(info.value)
+
+    assert spelled(
+        "LapSVM finite Newton stopped making progress while CG did not reach tol=0.0001 in "
+        "cg_max_iter=2 iterations; increase cg_max_iter (through LapSVMClassifier: a larger "
+        "gamma_A or tol, as a small gamma_A makes CG slow).") == (
+        "LapSVM finite Newton stopped making progress while CG did not reach tol=0.0001 in "
+        "cg_max_iter=2 iterations; use a larger --gamma-A (a small one makes CG slow).")
+    memory = "Fitting LapSVMClassifier on 40 rows x 12 features needs about 9 GiB"
+    assert spelled(memory) == memory
+    assert spelled("LapS3VMClassifier needs unlabeled rows (y == '') for its unlabeled loss "
+                   "and class balance, but every row of y is labeled; LapSVMClassifier fits "
+                   "labeled rows alone.") == (
+        "--estimator laps3vm needs unlabeled rows for its unlabeled loss and class balance, "
+        "but every row is labeled; --estimator lapsvm fits labeled rows alone.")
+    few = "Fit on the unlabeled rows too (labeled -1, or your unlabeled marker), or pass"
+    assert spelled(few, "svmlight", "0") == (
+        "Fit on the unlabeled rows too (rows labeled 0; see --unlabeled-label), or pass")
+    assert spelled(few, "csv", None) == (
+        "Fit on the unlabeled rows too (rows with an empty label; see --unlabeled-label), "
+        "or pass")
+    assert spelled(few, "dir", None) == (
+        "Fit on the unlabeled rows too (the documents of its unlabeled/ folder), or pass")
+    assert spelled("gamma_I='scaled' or gamma_A=1e-3, class_prior=None") == (
+        "--gamma-I scaled or --gamma-A 1e-3, --class-prior none")
+
+
+def test_one_class_data_is_said_so_whatever_the_label_count(tmp_path, capsys):
+    """Labels of one class only: no draw can help, so the error says that rather than
+    'draw at least 2'."""
+    from linlap.cli import main
+
+    texts, _ = _two_topic_texts(80)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            ["car" if i < 30 else "" for i in range(80)])
+    for n in ("1", "4"):
+        assert main(["plot", "convergence", str(data), "--out", str(tmp_path / "p.png"),
+                     "--n-labels", n, "--n-neighbors", "5", "-q"]) == 1
+        assert capsys.readouterr().err.splitlines() == [
+            "linlap: error: every labeled document is of class 'car'; a classifier needs "
+            "labels of two classes"]

@@ -2,6 +2,7 @@
 minimiser, the combined operator and the alternation against dense references."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -382,13 +383,21 @@ def test_fitted_graph_with_fewer_neighbours_than_the_grid_is_refused():
         candidate_graphs(X, {"n_neighbors": [4, 8]}, graph=g)
 
 
-def test_base_tol_loosened_within_its_range_and_checked_first(data):
+def test_f_steps_at_most_1e3_while_mu_moves_and_base_tol_checked_first(data):
     X, y = data
     ys = mask_labels(y, 10, random_state=0)
-    for tol in (0.05, 0.1, 0.5):  # the steps while μ moves at 1e-3, tighter than tol
-        emr = EMRClassifier(LapRLSClassifier(tol=tol),
-                            candidates={"power": [1, 2]}).fit(X, ys)
+    tols = []
+
+    class Recording(LapRLSClassifier):
+        def fit(self, X, y):
+            tols.append(self.tol)
+            return super().fit(X, y)
+
+    for tol in (1e-5, 1e-4, 0.05, 0.1, 0.5):  # min(10 tol, 1e-3) while μ moves, then tol
+        tols.clear()
+        emr = EMRClassifier(Recording(tol=tol), candidates={"power": [1, 2]}).fit(X, ys)
         assert emr.estimator_.tol == tol and emr.n_iter_ >= 2
+        assert tols == [min(10 * tol, 1e-3)] * (len(tols) - 1) + [tol]
     for bad in (-1, 1.0, "x", True):  # its own value, before any search
         with pytest.raises(ValueError, match=f"tol must be a number strictly between 0 "
                                              f"and 1, got {bad!r}"):
@@ -416,3 +425,22 @@ def test_a_loose_base_tol_does_not_stall_mu():
     assert tight.mu_[3] > 0.5
     np.testing.assert_allclose(loose.mu_, tight.mu_, atol=0.01)
     assert tols[:-1] == [LOOSE_TOL_MAX] * (len(tols) - 1) and tols[-1] == 1e-2
+
+
+def test_unconverged_f_steps_while_mu_moves_are_one_warning_in_emr_terms(data):
+    # a base whose max_iter cannot reach EMR's 1e-3 while μ moves (its own tol is looser):
+    # one warning naming the tol EMR asked for, not one per step advising to loosen tol
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = data
+    ys = mask_labels(y, 10, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        emr = EMRClassifier(LapRLSClassifier(tol=0.5, max_iter=1),
+                            candidates={"power": [1, 2, 5]}).fit(X, ys)
+    convergence = [str(w.message) for w in caught
+                   if issubclass(w.category, ConvergenceWarning)]
+    assert len(convergence) == 1, convergence
+    assert convergence[0].startswith(f"EMR: {emr.n_iter_ - 1} of its f steps while mu moved "
+                                     f"did not converge to their tol=0.001"), convergence
+    assert "increase max_iter" in convergence[0]

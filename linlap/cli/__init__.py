@@ -2,7 +2,9 @@
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import warnings
 
 from ._common import _add_input_options, _CHUNK, show_warning, TEXT_OPTIONS, UsageError
@@ -250,13 +252,33 @@ def build_parser():
 def main(argv=None):
     from .._progress import stderr_may_close
 
-    # a closed stderr (`2>&1 | head`) silences the diagnostics, never the work
-    with stderr_may_close():
-        try:
-            return _main(argv)
-        except KeyboardInterrupt:  # Ctrl-C, also while the command's modules load
+    interrupted = []
+
+    def on_interrupt(signum, frame):
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    # Ctrl-C is remembered as well as raised: one landing while numpy's C core loads
+    # comes out as an ImportError (the KeyboardInterrupt replaced, not chained)
+    previous = None
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        # a closed stderr (`2>&1 | head`) silences the diagnostics, never the work
+        with stderr_may_close():
+            try:
+                return _main(argv)
+            except Exception as exc:  # Ctrl-C, also while the command's modules load
+                if not interrupted:
+                    raise
+            except KeyboardInterrupt:
+                pass
             print("linlap: interrupted", file=sys.stderr)
             return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _main(argv):

@@ -132,13 +132,17 @@ def _draw_labels(y, n, seed, unlabeled=-1):
 
     from ..datasets import mask_labels
 
+    present = np.unique(y[y != unlabeled])
+    if present.size == 1:  # no draw can help
+        raise ValueError(f"every labeled document is of class {str(present[0])!r}; a "
+                         f"classifier needs labels of two classes")
     drawn = mask_labels(y, n, random_state=seed, unlabeled=unlabeled)
     classes = np.unique(drawn[drawn != unlabeled])
     if classes.size < 2:  # mask_labels draws a label of every class when n allows it
         if n == 1:
             raise ValueError("--n-labels 1: a classifier needs labels of two classes; "
                              "draw at least 2")
-        raise ValueError(f"every labeled document is of class {str(classes[0])!r}; a "
+        raise ValueError(f"the {n} labels drawn are all of class {str(classes[0])!r}; a "
                          f"classifier needs labels of two classes")
     return drawn
 

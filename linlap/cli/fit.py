@@ -38,6 +38,8 @@ def _is_terminal(path):
     """Whether ``path`` names a terminal, links followed: /dev/tty (the controlling
     terminal, if any), or a character device that says so once opened (/dev/pts/N;
     opened without becoming the controlling terminal, nor waiting for a serial line)."""
+    if os.name == "nt":  # isatty is true of every character device there, NUL too
+        return False
     try:
         if not stat.S_ISCHR(os.stat(path).st_mode):
             return False
@@ -173,20 +175,35 @@ def _vectorizer_error(args, exc):
 
 #: the estimators' Python terms as ``linlap fit`` spells them, for their warnings and
 #: errors (:func:`_spelled`): ``gamma_I='scaled'`` → ``--gamma-I scaled``,
-#: ``class_prior=None`` → ``--class-prior none``, ``LapSVMClassifier`` → ``--estimator
-#: lapsvm``, their unlabeled marker → the command's. Python keywords without an option
-#: here (max_iter, cg_max_iter, tol, norm) are left as they are.
+#: ``class_prior=None`` → ``--class-prior none``, the advice to use another estimator
+#: class → ``--estimator``. Python keywords without an option here (max_iter,
+#: cg_max_iter, tol, norm) are left as they are; the unlabeled marker's wording is added
+#: per input by :func:`_fit_spellings`.
 _FIT_SPELLINGS = (
+    # the one advice naming tol and gamma_A together: only --gamma-A is the command's
+    (r"; increase cg_max_iter \(through LapSVMClassifier: a larger gamma_A or tol, as a "
+     r"small gamma_A makes CG slow\)", "; use a larger --gamma-A (a small one makes CG slow)"),
     (r"\bclass_prior=None\b", "--class-prior none"),
     (r"\bclass_prior='(\w+)'", r"--class-prior \1"),
     (r"\bgamma_([AIU])='?([-+\w.]*\w)'?", r"--gamma-\1 \2"),
     (r"\b(gamma_[AIU]|class_prior)\b", lambda m: "--" + m[1].replace("_", "-")),
-    (r"\bLap(RLS|SVM|S3VM)Classifier\b", lambda m: f"--estimator lap{m[1].lower()}"),
-    (r"\(labeled -1, or your unlabeled marker\)",
-     "(an empty label, the --unlabeled-label value, or a directory's unlabeled/ folder)"),
+    (r"\bLapS3VMClassifier needs\b", "--estimator laps3vm needs"),
+    (r"; LapSVMClassifier fits\b", "; --estimator lapsvm fits"),
     (r" \(y == ''\)", ""),  # the marker ``linlap fit`` passes: its rows' empty labels
     (r"\bevery row of y\b", "every row"),
 )
+
+
+def _fit_spellings(fmt, unlabeled_label):
+    """:data:`_FIT_SPELLINGS` and the estimators' "(labeled -1, or your unlabeled marker)"
+    in terms of this input: what marks its unlabeled rows."""
+    if fmt == "dir":
+        marker = "(the documents of its unlabeled/ folder)"
+    elif unlabeled_label is None:
+        marker = "(rows with an empty label; see --unlabeled-label)"
+    else:
+        marker = f"(rows labeled {unlabeled_label}; see --unlabeled-label)"
+    return _FIT_SPELLINGS + ((r"\(labeled -1, or your unlabeled marker\)", marker),)
 
 
 def _fit(args):
@@ -333,7 +350,7 @@ def _fit(args):
                  "laps3vm": LapS3VMClassifier}[args.estimator]
     est = estimator(**weights, graph=graph, class_prior=class_prior, unlabeled="",
                     verbose=int(verbose))
-    with rep.step(f"solving ({args.estimator})", chatty=verbose), _spelled(_FIT_SPELLINGS):
+    with rep.step(f"solving ({args.estimator})", chatty=verbose), _spelled(_fit_spellings(fmt, unlabeled_label)):
         est.fit(X, y)
     if s3vm:
         rep.line(f"{est.n_solves_} weighted LapSVM solves over {est.n_iter_} temperatures, "

@@ -120,7 +120,10 @@ def _plot(args):
                     clf = LapRLSClassifier(graph=graph, unlabeled=marker).fit(X, y_semi)
                     svc = LinearSVC().fit(X[lab], y_semi[lab])
                 except ValueError as exc:  # the plot lacks this point: said even with -q
-                    warnings.warn(f"skipping {n} labels: {exc}", UserWarning, stacklevel=2)
+                    with warnings.catch_warnings():  # each skip, a repeated count's too
+                        warnings.simplefilter("always")
+                        warnings.warn(f"skipping {n} labels: {exc}", UserWarning,
+                                      stacklevel=2)
                     continue
                 ns.append(n)
                 errors["LapRLS"].append(100 * np.mean(clf.predict(X_test) != y_test))

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import (check_consistent_length, check_is_fitted, column_or_1d,
                                       validate_data)
 
@@ -408,9 +409,15 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             # loose while μ moves (S_k to a few digits suffices), the base's own at the end
             e.set_params(graph=_EnsembleGraph.build(graphs, mu * scales, parts),
                          tol=base_tol if final else loose_tol)
-            with warnings.catch_warnings():  # the rows were checked once, above
-                warnings.filterwarnings("ignore", message=ROW_NORM_WARNING)
+            with warnings.catch_warnings(record=not final) as caught:
+                warnings.filterwarnings("ignore", message=ROW_NORM_WARNING)  # checked above
                 e.fit(X, y)
+            if not final:  # said once, after the loop, at the tol EMR asked for
+                for w in caught:
+                    if issubclass(w.category, ConvergenceWarning):
+                        fit_state["unconverged"] = fit_state.get("unconverged", 0) + 1
+                    else:
+                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             F = decision_train(e)
             O = F[labeled]
             if loss == "squared":
@@ -442,6 +449,12 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
                             max_iter=self.max_iter,
                             callback=report if self.verbose else None)
         t_fits = time.perf_counter() - t0
+        if fit_state.get("unconverged"):
+            warnings.warn(f"EMR: {fit_state['unconverged']} of its f steps while mu moved "
+                          f"did not converge to their tol={loose_tol:g} (min("
+                          f"{LOOSE_TOL_FACTOR} x the estimator's tol, {LOOSE_TOL_MAX:g})) "
+                          f"within the estimator's max_iter={est.max_iter}; mu may be "
+                          f"inaccurate: increase max_iter.", ConvergenceWarning, stacklevel=2)
         est = res.solution
         est.set_params(warm_start=base.warm_start)  # its last f step was at base_tol
         self.estimator_ = est
