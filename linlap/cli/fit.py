@@ -350,7 +350,8 @@ def _fit(args):
                  "laps3vm": LapS3VMClassifier}[args.estimator]
     est = estimator(**weights, graph=graph, class_prior=class_prior, unlabeled="",
                     verbose=int(verbose))
-    with rep.step(f"solving ({args.estimator})", chatty=verbose), _spelled(_fit_spellings(fmt, unlabeled_label)):
+    with rep.step(f"solving ({args.estimator})", chatty=verbose), \
+            _spelled(_fit_spellings(fmt, unlabeled_label)):
         est.fit(X, y)
     if s3vm:
         rep.line(f"{est.n_solves_} weighted LapSVM solves over {est.n_iter_} temperatures, "

@@ -412,11 +412,11 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             with warnings.catch_warnings(record=not final) as caught:
                 warnings.filterwarnings("ignore", message=ROW_NORM_WARNING)  # checked above
                 e.fit(X, y)
-            if not final:  # said once, after the loop, at the tol EMR asked for
-                for w in caught:
-                    if issubclass(w.category, ConvergenceWarning):
-                        fit_state["unconverged"] = fit_state.get("unconverged", 0) + 1
-                    else:
+            if not final:  # unconverged steps said once, after the loop, at EMR's tol
+                unconverged = [issubclass(w.category, ConvergenceWarning) for w in caught]
+                fit_state["unconverged"] = fit_state.get("unconverged", 0) + any(unconverged)
+                for w, skip in zip(caught, unconverged):
+                    if not skip:
                         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             F = decision_train(e)
             O = F[labeled]

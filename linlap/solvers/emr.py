@@ -192,10 +192,10 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
 
     The f steps while μ still moves are called with ``final=False`` and may be solved
     loosely (EMRClassifier solves them to 10× its base's tolerance, at most 1e-3: μ
-    needs S only to a few digits, and each step starts from the last); the last f step is called with
-    ``final=True`` and solved to the base solver's own tolerance: the ``max_iter``-th
-    step, or, when J stops decreasing before, one more f step at the final μ (with
-    ``m == 1`` the first step is the last). Each μ step is exact and each f step,
+    needs S only to a few digits, and each step starts from the last); the last f step
+    is called with ``final=True`` and solved to the base solver's own tolerance: the
+    ``max_iter``-th step, or, when J stops decreasing before, one more f step at the
+    final μ (with ``m == 1`` the first step is the last). Each μ step is exact and each f step,
     warm-started, lowers J over f (CG and the Newton line searches only decrease their
     objective from the start), so J does not increase.
 
