@@ -316,6 +316,7 @@ def test_imdb_missing_subset_and_several_folders_on_a_synthetic_tar(tmp_path):
                                          r"several folders: \['a', 'b'\]"):
         load_imdb(two)
 
+
 def test_mask_labels_wide_and_mixed_labels():
     y = np.array([2**63 + 1, 2**63 + 2] * 3, dtype=np.uint64)
     ym = mask_labels(y, 4, random_state=0)

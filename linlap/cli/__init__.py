@@ -269,7 +269,7 @@ def main(argv=None):
         with stderr_may_close():
             try:
                 return _main(argv)
-            except Exception as exc:  # Ctrl-C, also while the command's modules load
+            except Exception:  # Ctrl-C, also while the command's modules load
                 if not interrupted:
                     raise
             except KeyboardInterrupt:

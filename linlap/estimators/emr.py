@@ -33,7 +33,7 @@ DEFAULT_CANDIDATES = {"power": [1, 2, 5, 8]}
 LOOSE_TOL_FACTOR = 10
 #: Looser f steps let μ stall: a warm-started step that already meets its tol after μ
 #: moved returns f unchanged, J's decrease looks like convergence and μ stops near
-#: uniform (bench/RESULTS.md, EMR section). A base with a looser tol has its f steps
+#: uniform (bench/RESULTS.md, 'A base with a loose tol'). A base with a looser tol has its f steps
 #: solved to this while μ moves.
 LOOSE_TOL_MAX = 1e-3
 
