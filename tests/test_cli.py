@@ -1650,9 +1650,9 @@ def test_spelled_messages_in_the_terms_of_linlap_fit():
     from linlap.cli._common import _spelled
     from linlap.cli.fit import _fit_spellings
 
-    def spelled(message, fmt="csv", marker=None):
+    def spelled(message, fmt="csv", marker=None, estimator="laprls"):
         with pytest.raises(ValueError) as info:
-            with _spelled(_fit_spellings(fmt, marker)):
+            with _spelled(_fit_spellings(fmt, marker, estimator)):
                 raise ValueError(message)
         return str(info.value)
 
@@ -1660,8 +1660,9 @@ def test_spelled_messages_in_the_terms_of_linlap_fit():
         "LapSVM finite Newton stopped making progress while CG did not reach tol=0.0001 in "
         "cg_max_iter=2 iterations; increase cg_max_iter (through LapSVMClassifier: a larger "
         "gamma_A or tol, as a small gamma_A makes CG slow).") == (
-        "LapSVM finite Newton stopped making progress while CG did not reach tol=0.0001 in "
-        "cg_max_iter=2 iterations; use a larger --gamma-A (a small one makes CG slow).")
+        "LapSVM finite Newton stopped making progress while CG did not reach --tol 0.0001 "
+        "in cg_max_iter=2 iterations; use a larger --gamma-A or --tol (a small --gamma-A "
+        "makes CG slow).")
     memory = "Fitting LapSVMClassifier on 40 rows x 12 features needs about 9 GiB"
     assert spelled(memory) == memory
     assert spelled("LapS3VMClassifier needs unlabeled rows (y == '') for its unlabeled loss "
@@ -1695,3 +1696,167 @@ def test_one_class_data_is_said_so_whatever_the_label_count(tmp_path, capsys):
         assert capsys.readouterr().err.splitlines() == [
             "linlap: error: every labeled document is of class 'car'; a classifier needs "
             "labels of two classes"]
+
+
+# ------------------------------------------ --max-iter and --tol, the solvers' advice in them
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--max-iter", "0", "must be >= 1, got 0"),
+    ("--max-iter", "-5", "must be >= 1, got -5"),
+    ("--max-iter", "1.5", "expected an integer, got '1.5'"),
+    ("--tol", "0", "must be a number strictly between 0 and 1, got '0'"),
+    ("--tol", "-1e-4", "must be a number strictly between 0 and 1, got '-1e-4'"),
+    ("--tol", "1", "must be a number strictly between 0 and 1, got '1'"),
+    ("--tol", "inf", "must be a number strictly between 0 and 1, got 'inf'"),
+    ("--tol", "nan", "must be a number strictly between 0 and 1, got 'nan'"),
+    ("--tol", "small", "expected a number, got 'small'"),
+])
+def test_max_iter_and_tol_refuse_bad_values_before_reading(option, value, message, capsys):
+    """A wrong command line (exit 2, before DATA is opened), naming the option; --tol is
+    refused at 1 or more as the estimators refuse it (they would stop before their first
+    step), not after the input is read."""
+    from linlap.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "missing.csv", "--model", "m", f"{option}={value}"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1] == f"linlap fit: error: argument {option}: {message}", err
+
+
+def test_fit_help_says_what_max_iter_counts_and_the_defaults(capsys):
+    from linlap.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["fit", "--help"])
+    out = "".join(capsys.readouterr().out.split())  # wherever the lines break
+
+    def has(text, *fragments):
+        return all("".join(f.split()) in text for f in fragments)
+
+    max_iter = out.split("--max-iterN")[-1].split("--tolT")[0]  # the help, not the usage
+    assert has(max_iter, "laprls, conjugate-gradient iterations (default 1000)",
+               "lapsvm, finite Newton steps (default 50)",
+               "laps3vm, finite Newton steps of each of its LapSVM solves (default 50)",
+               "--gamma-I auto", "capped at N CG iterations too (laprls) or at 1000 "
+                                 "(lapsvm)"), max_iter
+    tol = out.split("--tolT")[-1]
+    assert has(tol, "in (0, 1) (default 1e-4)", "--gamma-I auto"), tol
+    args = build_parser().parse_args(["fit", "x.csv", "--model", "m"])
+    assert args.max_iter is None and args.tol is None  # the estimator's own defaults
+
+
+@pytest.mark.parametrize("estimator, max_iter", [("laprls", 1000), ("lapsvm", 50),
+                                                 ("laps3vm", 50)])
+def test_max_iter_and_tol_reach_the_estimator(tmp_path, capsys, estimator, max_iter):
+    """The saved model's estimator has --max-iter and --tol; without them, its own
+    defaults (what --max-iter counts differs per estimator)."""
+    import linlap
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [c if i < 12 else "" for i, c in enumerate(y)])
+    model = str(tmp_path / "m")
+    common = ["fit", str(data), "--model", model, "--n-neighbors", "5", "-q",
+              "--estimator", estimator]
+    assert main(common) == 0
+    est = linlap.load(model).steps[-1][1]
+    assert (est.max_iter, est.tol) == (max_iter, 1e-4)
+    assert main([*common, "--max-iter", "7", "--tol", "1e-6"]) == 0
+    est = linlap.load(model).steps[-1][1]
+    assert (est.max_iter, est.tol) == (7, 1e-6)
+
+
+@pytest.mark.parametrize("estimator, start, end", [
+    ("laprls", "linlap: warning: LapRLS conjugate gradients did not converge: relative "
+               "residual ", "(--tol 0.001, and the objective rule) after 1 iterations; "
+                            "increase --max-iter or loosen --tol."),
+    ("lapsvm", "linlap: warning: LapSVM finite Newton did not converge in --max-iter 1 "
+               "Newton steps", "; increase --max-iter."),
+    ("laps3vm", "linlap: warning: S3VM annealing: some inner finite Newton solves stopped "
+                "before converging", "; increase --max-iter, or use a larger --gamma-A or "
+                                     "--tol (a small --gamma-A makes CG slow)."),
+])
+def test_fit_stopped_by_max_iter_advises_the_options(tmp_path, capsys, estimator, start,
+                                                     end):
+    """The solvers advise 'increase max_iter or loosen tol' (tol=0.001, max_iter=1):
+    `linlap fit` names --max-iter and --tol, the options that set them; the S³VM's
+    advice to raise cg_max_iter (no option) as the options that help."""
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [c if i < 12 else "" for i, c in enumerate(y)])
+    assert main(["fit", str(data), "--model", str(tmp_path / "m"), "--n-neighbors", "5",
+                 "-q", "--estimator", estimator, "--max-iter", "1", "--tol", "1e-3"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(start) and lines[0].endswith(end), lines
+    assert "max_iter" not in lines[0] and "tol=" not in lines[0]
+
+
+def test_lapsvm_auto_cross_validation_advice_does_not_offer_max_iter(tmp_path, capsys,
+                                                                     monkeypatch):
+    """With --estimator lapsvm --gamma-I auto the cross-validation's LapRLS fits stop at
+    their own CG cap, which --max-iter (Newton steps) does not set: their warning advises
+    --tol only, and says why. (The cap, 1000, is lowered to 1 here to reach it.)"""
+    from linlap.cli import main
+    from linlap.estimators import LapSVMClassifier
+
+    texts, y = _two_topic_texts(40)
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [c if i < 12 else "" for i, c in enumerate(y)])
+    monkeypatch.setattr(LapSVMClassifier, "_auto_gamma_I_max_iter", 1)
+    argv = ["fit", str(data), "--model", str(tmp_path / "m"), "--n-neighbors", "5", "-q",
+            "--gamma-I", "auto"]
+    assert main([*argv, "--estimator", "lapsvm"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and all(
+        ln.startswith("linlap: warning: LapRLS conjugate gradients did not converge")
+        and ln.endswith("after 1 iterations; loosen --tol (with --estimator lapsvm, "
+                        "--max-iter counts Newton steps, not the CG iterations of the LapRLS "
+                        "fits of --gamma-I auto's cross-validation).") for ln in lines), lines
+    # laprls: --max-iter is that cap, and advised as such
+    assert main([*argv, "--max-iter", "1"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and all(ln.endswith("; increase --max-iter or loosen --tol.")
+                         for ln in lines), lines
+
+
+def test_spelled_max_iter_and_tol_in_the_terms_of_linlap_fit():
+    """max_iter and tol become --max-iter and --tol wherever the solvers name them, with
+    their values (``tol=1e-06`` → ``--tol 1e-06``); cg_max_iter, inner_tol and the like
+    stay whole."""
+    from linlap.cli._common import _spelled
+    from linlap.cli.fit import _fit_spellings
+
+    def spelled(message, estimator="laprls"):
+        with pytest.raises(ValueError) as info:
+            with _spelled(_fit_spellings("csv", None, estimator)):
+                raise ValueError(message)
+        return str(info.value)
+
+    assert spelled("LapRLS conjugate gradients did not converge: relative residual 0.01 "
+                   "(tol=1e-06, and the objective rule) after 1000 iterations; increase "
+                   "max_iter or loosen tol.") == (
+        "LapRLS conjugate gradients did not converge: relative residual 0.01 (--tol 1e-06, "
+        "and the objective rule) after 1000 iterations; increase --max-iter or loosen "
+        "--tol.")
+    assert spelled("residual 0.2 > tol=0.0001 after max_iter=1000 iterations; increase "
+                   "max_iter or loosen tol.") == (
+        "residual 0.2 > --tol 0.0001 after --max-iter 1000 iterations; increase --max-iter "
+        "or loosen --tol.")
+    assert spelled("S3VM annealing: some inner finite Newton solves stopped before "
+                   "converging; increase max_iter or cg_max_iter.") == (
+        "S3VM annealing: some inner finite Newton solves stopped before converging; "
+        "increase --max-iter, or use a larger --gamma-A or --tol (a small --gamma-A makes "
+        "CG slow).")
+    kept = "cg_max_iter=1000 and inner_tol=0.01, qp_tol"
+    assert spelled(kept) == kept
+    # the LapRLS CG of lapsvm is the --gamma-I auto cross-validation's, not --max-iter's
+    assert spelled("LapRLS conjugate gradients did not converge: relative residual 0.5 "
+                   "(tol=0.0001, and the objective rule) after 1000 iterations; increase "
+                   "max_iter or loosen tol.", "lapsvm").endswith(
+        "(--tol 0.0001, and the objective rule) after 1000 iterations; loosen --tol (with "
+        "--estimator lapsvm, --max-iter counts Newton steps, not the CG iterations of the "
+        "LapRLS fits of --gamma-I auto's cross-validation).")

@@ -36,6 +36,19 @@ def _weight_arg(*names):
     return parse
 
 
+def _tol_arg(text):
+    """The type of --tol: a number strictly between 0 and 1, the estimators' relative
+    tolerance (at 1 or more every solver would stop before its first step)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < 1:  # nan fails too
+        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got "
+                                         f"{text!r}")
+    return value
+
+
 def _int_arg(low, high=None):
     """An argparse type: an integer in [low, high] (a bad value is a wrong command line:
     exit 2)."""
@@ -158,6 +171,19 @@ def build_parser():
                         "labeled rows), predicted (estimated; laps3vm only, its default) "
                         "or comma-separated proportions in sorted class-name order, "
                         "e.g. 0.3,0.7")
+    g.add_argument("--max-iter", type=_int_arg(1), default=None, metavar="N",
+                   help="iteration cap of the solver: laprls, conjugate-gradient iterations "
+                        "(default 1000); lapsvm, finite Newton steps (default 50); "
+                        "laps3vm, finite Newton steps of each of its LapSVM solves (default "
+                        "50). With --gamma-I auto, the LapRLS fits of its cross-validation "
+                        "are capped at N CG iterations too (laprls) or at 1000 (lapsvm)")
+    g.add_argument("--tol", type=_tol_arg, default=None, metavar="T",
+                   help="relative tolerance of the solver, in (0, 1) (default 1e-4): "
+                        "laprls, of the conjugate-gradient residual (and of the "
+                        "objective's decrease); lapsvm, of the finite Newton steps (their "
+                        "CG residual, optimality slack and relative decrease of the "
+                        "objective); laps3vm, of each of its LapSVM solves. The "
+                        "cross-validation of --gamma-I auto uses it too")
     fit.add_argument("-v", "--verbose", action="store_true",
                      help="report graph-search progress and solver iterations (the "
                           "default on a terminal)")

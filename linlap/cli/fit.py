@@ -175,35 +175,58 @@ def _vectorizer_error(args, exc):
 
 #: the estimators' Python terms as ``linlap fit`` spells them, for their warnings and
 #: errors (:func:`_spelled`): ``gamma_I='scaled'`` → ``--gamma-I scaled``,
-#: ``class_prior=None`` → ``--class-prior none``, the advice to use another estimator
-#: class → ``--estimator``. Python keywords without an option here (max_iter,
-#: cg_max_iter, tol, norm) are left as they are; the unlabeled marker's wording is added
-#: per input by :func:`_fit_spellings`.
+#: ``class_prior=None`` → ``--class-prior none``, ``max_iter=50`` → ``--max-iter 50``,
+#: ``tol=0.0001`` → ``--tol 0.0001``, the advice to use another estimator class →
+#: ``--estimator``. Python keywords without an option here (cg_max_iter, norm) are left as
+#: they are, but advice to raise cg_max_iter is given as the options that help instead;
+#: the unlabeled marker's wording is added per input by :func:`_fit_spellings`.
 _FIT_SPELLINGS = (
-    # the one advice naming tol and gamma_A together: only --gamma-A is the command's
+    # LapSVM's CG stall: what it advises through LapSVMClassifier is the command's too
     (r"; increase cg_max_iter \(through LapSVMClassifier: a larger gamma_A or tol, as a "
-     r"small gamma_A makes CG slow\)", "; use a larger --gamma-A (a small one makes CG slow)"),
+     r"small gamma_A makes CG slow\)",
+     "; use a larger --gamma-A or --tol (a small --gamma-A makes CG slow)"),
+    # S³VM's inner solves stopped by either cap: Newton steps, or the CG stall above
+    (r"; increase max_iter or cg_max_iter\.",
+     "; increase --max-iter, or use a larger --gamma-A or --tol (a small --gamma-A makes "
+     "CG slow)."),
     (r"\bclass_prior=None\b", "--class-prior none"),
     (r"\bclass_prior='(\w+)'", r"--class-prior \1"),
     (r"\bgamma_([AIU])='?([-+\w.]*\w)'?", r"--gamma-\1 \2"),
     (r"\b(gamma_[AIU]|class_prior)\b", lambda m: "--" + m[1].replace("_", "-")),
+    # \b keeps cg_max_iter (and inner_tol, qp_tol) whole; (?<!-): not a --tol written
+    # above
+    (r"\bmax_iter=(\d+)", r"--max-iter \1"),
+    (r"(?<!-)\btol=([-+\w.]*\w)", r"--tol \1"),
+    (r"\bmax_iter\b", "--max-iter"),
+    (r"(?<!-)\btol\b", "--tol"),
     (r"\bLapS3VMClassifier needs\b", "--estimator laps3vm needs"),
     (r"; LapSVMClassifier fits\b", "; --estimator lapsvm fits"),
     (r" \(y == ''\)", ""),  # the marker ``linlap fit`` passes: its rows' empty labels
     (r"\bevery row of y\b", "every row"),
 )
 
+#: --estimator lapsvm: its one LapRLS CG, that of the --gamma-I auto cross-validation
+#: (LapSVMClassifier._auto_gamma_I_max_iter), is not capped by --max-iter (Newton steps)
+_LAPSVM_SPELLINGS = (
+    (r"(\bLapRLS conjugate gradients did not converge\b[^;]*); increase max_iter or "
+     r"loosen tol\.",
+     r"\1; loosen --tol (with --estimator lapsvm, --max-iter counts Newton steps, not "
+     r"the CG iterations of the LapRLS fits of --gamma-I auto's cross-validation)."),
+)
 
-def _fit_spellings(fmt, unlabeled_label):
-    """:data:`_FIT_SPELLINGS` and the estimators' "(labeled -1, or your unlabeled marker)"
-    in terms of this input: what marks its unlabeled rows."""
+
+def _fit_spellings(fmt, unlabeled_label, estimator="laprls"):
+    """:data:`_FIT_SPELLINGS` (after those of ``estimator``, the --estimator given) and
+    the estimators' "(labeled -1, or your unlabeled marker)" in terms of this input: what
+    marks its unlabeled rows."""
     if fmt == "dir":
         marker = "(the documents of its unlabeled/ folder)"
     elif unlabeled_label is None:
         marker = "(rows with an empty label; see --unlabeled-label)"
     else:
         marker = f"(rows labeled {unlabeled_label}; see --unlabeled-label)"
-    return _FIT_SPELLINGS + ((r"\(labeled -1, or your unlabeled marker\)", marker),)
+    own = _LAPSVM_SPELLINGS if estimator == "lapsvm" else ()
+    return own + _FIT_SPELLINGS + ((r"\(labeled -1, or your unlabeled marker\)", marker),)
 
 
 def _fit(args):
@@ -346,12 +369,16 @@ def _fit(args):
     weights = {name: value for name, value in (("gamma_A", args.gamma_A),
                                                ("gamma_I", args.gamma_I),
                                                ("gamma_U", args.gamma_U)) if value is not None}
+    # the solver's caps likewise: not given, the estimator's own (they count different
+    # iterations per estimator)
+    solver = {name: value for name, value in (("max_iter", args.max_iter),
+                                              ("tol", args.tol)) if value is not None}
     estimator = {"laprls": LapRLSClassifier, "lapsvm": LapSVMClassifier,
                  "laps3vm": LapS3VMClassifier}[args.estimator]
-    est = estimator(**weights, graph=graph, class_prior=class_prior, unlabeled="",
-                    verbose=int(verbose))
+    est = estimator(**weights, **solver, graph=graph, class_prior=class_prior,
+                    unlabeled="", verbose=int(verbose))
     with rep.step(f"solving ({args.estimator})", chatty=verbose), \
-            _spelled(_fit_spellings(fmt, unlabeled_label)):
+            _spelled(_fit_spellings(fmt, unlabeled_label, args.estimator)):
         est.fit(X, y)
     if s3vm:
         rep.line(f"{est.n_solves_} weighted LapSVM solves over {est.n_iter_} temperatures, "
