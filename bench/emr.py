@@ -2,7 +2,8 @@
 
     python bench/emr.py [--data-dir DIR] [--corpora pcmac,20ng,20ng-top,subjects,synthetic]
                         [--draws 5] [--methods all|'sub;sub;...'] [--study] [--gamma-I-sweep]
-                        [--gamma-A-sweep] [--k-sweep] [--cache-dir DIR]
+                        [--gamma-A-sweep] [--k-sweep] [--cost [--repeats 3]]
+                        [--cache-dir DIR]
                         [--graph exact,exact-svd,default]
 
 DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz`` (and
@@ -317,8 +318,51 @@ def run_corpus(name, args):
         run_on_graph(name, kind, corpus, args)
 
 
+def run_cost(name, kind, corpus, args):
+    """EMRClassifier() against one LapRLSClassifier() fit, per draw: ``--repeats`` fits of
+    each, alternately, on the shared graph; medians, their ratio, EMR's f steps (CG
+    iterations each) and test errors."""
+    X, y, Xt, yt, draw, graph, t_load, t_search = corpus
+    print(f"\n### {name} ({kind} graph, search {t_search:.1f} s): EMRClassifier() fit / "
+          f"LapRLSClassifier() fit, medians of {args.repeats} alternate fits\n")
+    print("| draw | LapRLS fit s (CG iterations) | EMR fit s | ratio | EMR f steps: CG "
+          "iterations | μ | test error % LapRLS / EMR |")
+    print("|---|---|---|---|---|---|---|", flush=True)
+    ys0, _ = draw_labels(y, 0, draw)
+    LapRLSClassifier(graph=graph).fit(X, ys0)  # warm-up (numba compilation), untimed
+    steps = []
+
+    class Counting(LapRLSClassifier):  # records each f step's CG iterations
+        def fit(self, X, y):
+            super().fit(X, y)
+            steps.append(self.n_iter_)
+            return self
+
+    ratios = []
+    for seed in range(args.draws):
+        ys, _ = draw_labels(y, seed, draw)
+        t_base, t_emr = [], []
+        for _ in range(args.repeats):
+            t = time.perf_counter()
+            base = LapRLSClassifier(graph=graph).fit(X, ys)
+            t_base.append(time.perf_counter() - t)
+            steps.clear()
+            t = time.perf_counter()
+            emr = EMRClassifier(Counting(), graph=graph).fit(X, ys)
+            t_emr.append(time.perf_counter() - t)
+        ratio = np.median(t_emr) / np.median(t_base)
+        ratios.append(ratio)
+        errs = [100 * np.mean(m.predict(Xt) != yt) for m in (base, emr)]
+        print(f"| {seed} | {np.median(t_base):.3g} ({base.n_iter_}) | {np.median(t_emr):.3g} "
+              f"| {ratio:.2f} | {', '.join(map(str, steps))} | "
+              f"{np.round(emr.mu_, 3).tolist()} | {errs[0]:.2f} / {errs[1]:.2f} |", flush=True)
+    print(f"\nratio: median {np.median(ratios):.2f}, max {np.max(ratios):.2f}", flush=True)
+
+
 def run_on_graph(name, kind, corpus, args):
     X, y, Xt, yt, draw, graph, t_load, t_search = corpus
+    if args.cost:
+        return run_cost(name, kind, corpus, args)
     graphs, _ = candidate_graphs(X, GRID_KP, graph)
     methods = (sweep_methods(graph) if args.gamma_I_sweep else
                gamma_A_sweep_methods(graph) if args.gamma_A_sweep else
@@ -404,6 +448,10 @@ def main():
     ap.add_argument("--k-sweep", action="store_true",
                     help="only LapRLSClassifier() on the k-NN subgraph, k in "
                          + ", ".join(map(str, SWEEP_K)))
+    ap.add_argument("--cost", action="store_true",
+                    help="only EMRClassifier() against LapRLSClassifier(): fit times, "
+                         "alternately, --repeats each per draw")
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cache-dir", default=None,
                     help="save / reuse each corpus's TF-IDF and 50-NN graph in this folder")
     ap.add_argument("--graph", default="exact",

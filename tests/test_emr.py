@@ -9,11 +9,12 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 
-from linlap import EMRClassifier, KNNGraph, LapRLSClassifier, LapSVMClassifier
+from linlap import (EMRClassifier, KernelLapSVMClassifier, KNNGraph, LapRLSClassifier,
+                    LapSVMClassifier)
 from linlap.datasets import mask_labels
 from linlap.estimators.emr import candidate_graphs
-from linlap.solvers.emr import (combined_laplacian_matvec, laplacian_terms, mu_objective,
-                                pair_update, update_mu)
+from linlap.solvers.emr import (combined_laplacian_matvec, laplacian_quadratic_forms,
+                                mu_objective, pair_update, update_mu)
 
 from reference import blobs, brute_force_mu, dense_solution
 
@@ -111,8 +112,23 @@ def test_combined_matvec_and_terms(data):
     out, work = np.empty_like(F), np.empty(F.size)
     combined_laplacian_matvec(groups, w)(F, out=out, work=work)
     np.testing.assert_allclose(out, ref, atol=1e-10)
-    for term, g in zip(laplacian_terms(groups, len(graphs), F), graphs):
-        np.testing.assert_allclose(term, g.laplacian_matrix() @ F, atol=1e-10)
+    forms = laplacian_quadratic_forms(groups, len(graphs), F)
+    ref = [np.sum(F * (g.laplacian_matrix() @ F)) for g in graphs]
+    np.testing.assert_allclose(forms, ref, rtol=1e-10)
+    calls = []  # half the passes: ⌈max p / 2⌉ per group
+    counted = [(lambda V, step=step: calls.append(1) or step(V), pairs)
+               for step, pairs in groups]
+    laplacian_quadratic_forms(counted, len(graphs), F)
+    assert len(calls) == sum((max(p for _, p in pairs) + 1) // 2 for _, pairs in groups)
+    g8 = [(groups[0][0], [(0, 8), (1, 5), (2, 1)])]  # odd, even and 1: 4 passes
+    calls.clear()
+    forms = laplacian_quadratic_forms([(lambda V: calls.append(1) or g8[0][0](V),
+                                        g8[0][1])], 3, F)
+    L = graphs[0].with_laplacian(power=1).laplacian_matrix().toarray()
+    np.testing.assert_allclose(
+        forms, [np.sum(F * (np.linalg.matrix_power(L, p) @ F)) for p in (8, 5, 1)],
+        rtol=1e-10)
+    assert len(calls) == 4
 
 
 def _dense_check(emr, X, ys, gamma_A, gamma_I):
@@ -321,9 +337,9 @@ def test_default_candidates_on_few_rows_and_graph_checked():
 
 
 @pytest.mark.parametrize("m, max_iter, flags", [
-    # the 2nd step's μ is eq. 4's minimiser, the 3rd's the same (J stops decreasing):
-    # one more step, the final one, at that μ
-    (3, 10, [False, False, False, True]),
+    # the 1st μ step reaches eq. 4's minimiser, the 2nd lowers J by nothing: μ has
+    # settled, and the f step after it is the final one
+    (3, 10, [False, False, True]),
     (3, 2, [False, True]),          # the budget's last step is the final one
     (3, 1, [True]),
     (1, 10, [True]),                # one candidate: the base fit itself
@@ -429,18 +445,63 @@ def test_a_loose_base_tol_does_not_stall_mu():
 
 def test_unconverged_f_steps_while_mu_moves_are_one_warning_in_emr_terms(data):
     # a base whose max_iter cannot reach EMR's 1e-3 while μ moves (its own tol is looser):
-    # one warning naming the tol EMR asked for, not one per step advising to loosen tol
+    # one warning naming the tol EMR asked for, not one per step advising to loosen tol —
+    # and no exception under an "error" filter before the last step, the base's own fit
+    # (a LapRLS base's moving steps are partial by design, see the next test)
     from sklearn.exceptions import ConvergenceWarning
 
     X, y = data
     ys = mask_labels(y, 10, random_state=0)
+    base = KernelLapSVMClassifier(tol=0.5, max_iter=2)  # its own fit converges, EMR's not
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        emr = EMRClassifier(LapRLSClassifier(tol=0.5, max_iter=1),
-                            candidates={"power": [1, 2, 5]}).fit(X, ys)
+        emr = EMRClassifier(base, candidates={"power": [1, 2, 5]}).fit(X, ys)
     convergence = [str(w.message) for w in caught
                    if issubclass(w.category, ConvergenceWarning)]
     assert len(convergence) == 1, convergence
     assert convergence[0].startswith(f"EMR: {emr.n_iter_ - 1} of its f steps while mu moved "
                                      f"did not converge to their tol=0.001"), convergence
     assert "increase max_iter" in convergence[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning, match="^EMR: "):
+            EMRClassifier(base, candidates={"power": [1, 2, 5]}).fit(X, ys)
+
+
+def test_laprls_moving_steps_are_partial_cg_runs_without_warnings(data):
+    # a LapRLS base's f steps while μ moves stop after MOVING_STEP_CG_ITER CG iterations
+    # (or at the loose tol), the last runs to the base's own max_iter and tol; the partial
+    # steps are by design, no ConvergenceWarning; μ as with steps solved to tol
+    from sklearn.exceptions import ConvergenceWarning
+
+    from linlap.estimators.emr import MOVING_STEP_CG_ITER
+
+    X, y = data
+    ys = mask_labels(y, 10, random_state=0)
+    settings = []
+
+    class Recording(LapRLSClassifier):
+        def fit(self, X, y):
+            super().fit(X, y)
+            settings.append((self.tol, self.max_iter, self.n_iter_))
+            return self
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        emr = EMRClassifier(Recording(tol=1e-8, max_iter=5000),
+                            candidates={"power": [1, 2, 5]}).fit(X, ys)
+    assert len(settings) == emr.n_iter_ >= 3
+    moving, last = settings[:-1], settings[-1]
+    assert all(s[:2] == (1e-7, MOVING_STEP_CG_ITER) for s in moving)
+    assert all(s[2] == MOVING_STEP_CG_ITER for s in moving)  # none met 1e-7 so early
+    assert last[:2] == (1e-8, 5000) and last[2] > MOVING_STEP_CG_ITER
+    assert emr.estimator_.max_iter == 5000 and emr.estimator.max_iter == 5000
+    settings.clear()
+    # a base max_iter below the cap bounds the moving steps too
+    EMRClassifier(Recording(max_iter=3), candidates={"power": [1, 2, 5]}).fit(X, ys)
+    assert all(s[1] == 3 for s in settings)
+    # μ from partial steps: as from steps solved to the loose tol (LapSVM's L2 loss with
+    # the same objective has uncapped steps; here: the base's own μ at a tight tol)
+    tight = EMRClassifier(LapRLSClassifier(tol=1e-10, max_iter=5000),
+                          candidates={"power": [1, 2, 5]}, tol=1e-10, max_iter=50).fit(X, ys)
+    np.testing.assert_allclose(emr.mu_, tight.mu_, atol=0.02)

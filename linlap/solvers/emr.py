@@ -19,7 +19,7 @@ import numpy as np
 from .._validation import is_finite_number
 
 __all__ = ["pair_update", "update_mu", "mu_objective", "combined_laplacian_matvec",
-           "laplacian_terms", "emr_alternate", "EMRResult"]
+           "laplacian_quadratic_forms", "emr_alternate", "EMRResult"]
 
 
 def mu_objective(mu, s, gamma_R):
@@ -133,19 +133,21 @@ def combined_laplacian_matvec(groups, weights):
     return matvec
 
 
-def laplacian_terms(groups, m, F):
-    """``[L_k^{p_k} F for k in range(m)]`` with each group's powers shared."""
-    terms = [None] * m
+def laplacian_quadratic_forms(groups, m, F):
+    """``[Σ_c F_cᵀ L_k^{p_k} F_c for k in range(m)]``, each group's powers shared.
+
+    ``F_cᵀ L^p F_c = ⟨L^⌊p/2⌋ F_c, L^⌈p/2⌉ F_c⟩`` for a symmetric L (every KNNGraph
+    Laplacian), so a group costs ``⌈max p / 2⌉`` applications of its ``step``, half of
+    what forming ``L^p F`` would.
+    """
+    forms = np.zeros(m)
     for step, pairs in groups:
-        want = {}
+        half = [np.asarray(F)]  # L^t F for t = 0 … ⌈max p / 2⌉
+        for _ in range((max(p for _, p in pairs) + 1) // 2):
+            half.append(step(half[-1]))
         for k, p in pairs:
-            want.setdefault(p, []).append(k)
-        V = np.asarray(F)
-        for t in range(1, max(want) + 1):
-            V = step(V)
-            for k in want.get(t, ()):
-                terms[k] = V
-    return terms
+            forms[k] = float(np.sum(half[p // 2] * half[(p + 1) // 2]))
+    return forms
 
 
 class EMRResult:
@@ -161,8 +163,8 @@ class EMRResult:
     gamma_R : float
         The γ_R used (resolved when ``'auto'``).
     objective : list of float
-        J(f, μ): after the first f step (uniform μ), then after each μ step and each
-        following f step, and after the extra final f step when there was one.
+        J(f, μ): after the first f step (uniform μ), then after each μ step and the f
+        step that follows it.
     n_iter : int
         f steps, the final one included.
     converged : bool
@@ -187,17 +189,20 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     returns ``(result, base)``, ``base`` being the loss and ambient part of J at the new
     f; (b) ``smoothness(result)`` returns ``S_k(f)`` for every candidate and μ is
     updated by :func:`update_mu`. J(f, μ) = base + μ·S + γ_R‖μ‖² is recorded after each
-    μ step; the alternation stops when J's relative decrease over one alternation falls
-    below ``tol`` (or when the f steps reach ``max_iter``).
+    μ step and each f step. The alternation stops when a μ step lowers J by less than
+    ``tol`` relative to J — μ has settled for the current f — or when the f steps reach
+    ``max_iter``; the f step after that μ step is the last.
 
     The f steps while μ still moves are called with ``final=False`` and may be solved
-    loosely (EMRClassifier solves them to 10× its base's tolerance, at most 1e-3: μ
-    needs S only to a few digits, and each step starts from the last); the last f step
-    is called with ``final=True`` and solved to the base solver's own tolerance: the
-    ``max_iter``-th step, or, when J stops decreasing before, one more f step at the
-    final μ (with ``m == 1`` the first step is the last). Each μ step is exact and each f step,
-    warm-started, lowers J over f (CG and the Newton line searches only decrease their
-    objective from the start), so J does not increase.
+    loosely (EMRClassifier stops them at 10× its base's tolerance, at most 1e-3, and a
+    LapRLS base's after 10 CG iterations: μ needs S only to a few digits, and each step
+    starts from the last); the last f step is called with ``final=True`` and solved to
+    the base solver's own tolerance (with ``m == 1`` or ``max_iter == 1`` the first
+    step is the last). The stopping rule looks at the μ step alone because a loose f
+    step's own decrease of J measures how far f still is from its minimiser, not
+    whether μ moves. Each μ step is exact and each f step, warm-started, lowers J over
+    f (CG and the Newton line searches only decrease their objective from the start),
+    so J does not increase.
 
     Parameters
     ----------
@@ -210,6 +215,7 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
         ``γ_R = (1/m) Σ_k S_k(f₀)`` with f₀ the first f (uniform μ), then kept fixed
         so that every later step decreases the same J.
     tol : float, default=1e-3
+        Relative decrease of J by a μ step below which μ counts as settled.
     max_iter : int, default=20
         Most f steps, the final one included.
     callback : callable, optional
@@ -226,8 +232,8 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     if isinstance(gamma_R, str) and gamma_R != "auto":
         raise ValueError(f"gamma_R must be a number >= 0 or 'auto', got {gamma_R!r}.")
     mu = np.full(m, 1.0 / m)
-    only_step = m == 1 or max_iter == 1
-    result, base = solve_f(mu, None, only_step)
+    final = m == 1 or max_iter == 1
+    result, base = solve_f(mu, None, final)
     S = np.asarray(smoothness(result), dtype=np.float64)
     if isinstance(gamma_R, str):
         gamma_R = float(S.mean())
@@ -235,11 +241,13 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     objective = [float(base + mu @ S + gamma_R * (mu @ mu))]
     converged = m == 1
     n_iter = 1
-    final = only_step
-    while not converged and n_iter < max_iter:
+    while not final:
         mu = update_mu(S, gamma_R, mu)
         J_mu = float(base + mu @ S + gamma_R * (mu @ mu))
-        final = n_iter + 1 == max_iter  # the last step the budget allows
+        J_prev = objective[-1]
+        # μ has settled for this f: the next f step, at this μ, is the last
+        converged = (J_prev - J_mu) <= tol * max(abs(J_prev), np.finfo(float).tiny)
+        final = converged or n_iter + 1 == max_iter  # or the last step the budget allows
         result, base = solve_f(mu, result, final)
         n_iter += 1
         S = np.asarray(smoothness(result), dtype=np.float64)
@@ -248,13 +256,4 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
         objective.extend([J_mu, J])
         if callback is not None:
             callback(n_iter, mu, J)
-        J_prev = objective[-3]
-        converged = (J_prev - J) <= tol * max(abs(J_prev), np.finfo(float).tiny)
-    if not final:  # stopped on a loose step (n_iter < max_iter): the final μ's f, tightly
-        result, base = solve_f(mu, result, True)
-        n_iter += 1
-        S = np.asarray(smoothness(result), dtype=np.float64)
-        objective.append(float(base + mu @ S + gamma_R * (mu @ mu)))
-        if callback is not None:
-            callback(n_iter, mu, objective[-1])
     return EMRResult(result, mu, S, gamma_R, objective, n_iter, converged)
