@@ -182,7 +182,8 @@ def build_parser():
                         "laprls, of the conjugate-gradient residual (and of the "
                         "objective's decrease); lapsvm, of the finite Newton steps (their "
                         "CG residual, optimality slack and relative decrease of the "
-                        "objective); laps3vm, of each of its LapSVM solves. The "
+                        "objective); laps3vm, of its final LapSVM solves (those while "
+                        "annealing stop at T or 1e-2, whichever is looser). The "
                         "cross-validation of --gamma-I auto uses it too")
     fit.add_argument("-v", "--verbose", action="store_true",
                      help="report graph-search progress and solver iterations (the "

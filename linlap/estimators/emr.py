@@ -39,9 +39,13 @@ LOOSE_TOL_FACTOR = 10
 LOOSE_TOL_MAX = 1e-3
 #: A LapRLS base's f steps while μ moves also stop after this many CG iterations (CG
 #: lowers J from its warm start however few they are): on the corpora of bench/emr.py μ
-#: settles within 0.05 of where steps solved to LOOSE_TOL_MAX put it, test errors within
-#: 0.05 point on average, EMR 20–30 % faster (bench/RESULTS.md, 'EMR's cost').
+#: settles within 0.015 of where steps solved to LOOSE_TOL_MAX put it, test errors within
+#: 0.05 point on average, in 18–34 % less time (bench/RESULTS.md, 'EMR's cost').
 MOVING_STEP_CG_ITER = 10
+#: With a LapRLS base the first f step, cold at uniform μ, is solved to this multiple of
+#: the loose tol (at most 1e-2): a cold start cannot stall, and γ_R 'auto' and the first μ
+#: step need its S_k to a few per cent only (bench/RESULTS.md, 'EMR's cost').
+FIRST_STEP_TOL_FACTOR = 10
 
 _GRID_KEYS = ("n_neighbors", "weight", "heat_sigma", "symmetrize", "normalized", "power")
 # the parameters a subgraph / Laplacian view can change without a new neighbour search
@@ -244,17 +248,21 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
     (b) μ by the pairwise closed-form updates of seed 002 eq. 10 on
         ``S_k = γ_I s_k Σ_c f_cᵀ L_k^{p_k} f_c`` (exact minimisation of eq. 4);
 
-    until a μ step lowers J by less than ``tol`` relative to J (μ has settled) or the
-    f steps reach ``max_iter``; the f step after that μ step, at the final μ, is the
-    last and is solved to the base estimator's ``tol``. The f steps before it are
-    partial (μ needs S_k to a few digits only): solved to 10× the base's ``tol``
-    (``LOOSE_TOL_FACTOR``) but never more loosely than 1e-3 (``LOOSE_TOL_MAX``: a looser
-    step can meet its tolerance without moving f after μ moved, and μ stalls near
-    uniform), and with a LapRLS base stopped after at most 10 CG iterations
-    (``MOVING_STEP_CG_ITER``: on the corpora of ``bench/emr.py`` μ comes out within
-    0.05 of where steps solved to 1e-3 put it, 20–30 % faster). Each μ step is exact
-    and each warm-started f step lowers J over f, so J does not increase (the kernel
-    solvers' early stopping is not a minimisation: there only up to their tolerance).
+    until μ has settled: a μ step, right after an f step solved to the base estimator's
+    ``tol``, lowers J by less than ``tol`` times J's terms in μ (Σ_k μ_k S_k + γ_R‖μ‖²;
+    J's loss can dwarf them) — or until ``max_iter`` f steps, the last solved to the
+    base's ``tol``. The other f steps are partial (μ needs S_k to a few digits only):
+    solved to 10× the base's ``tol`` (``LOOSE_TOL_FACTOR``) but never more loosely than
+    1e-3 (``LOOSE_TOL_MAX``: a looser step can meet its tolerance without moving f after
+    μ moved, and μ stalls near uniform). With a LapRLS base (and no ``class_prior``) the
+    first step, cold at uniform μ, is solved to 10× that, at most 1e-2
+    (``FIRST_STEP_TOL_FACTOR``), and the later ones stop after at most 10 CG iterations
+    (``MOVING_STEP_CG_ITER``): on the corpora of ``bench/emr.py`` μ comes out within
+    0.015 of where steps solved to 1e-3 put it, in 18–34 % less time. When a μ step settles on a
+    partial f, the next f step, at that μ, is solved to the base's ``tol`` and checked by
+    one more μ step. Each μ step is exact and each warm-started f step lowers J over f,
+    so J does not increase (the kernel solvers' early stopping is not a minimisation:
+    there only up to their tolerance).
 
     Parameters
     ----------
@@ -287,8 +295,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         smoothest candidate. 'auto' (seed 002 §4): the mean of ``S_k`` at the first
         f (uniform μ), then fixed.
     tol : float, default=1e-3
-        Relative decrease of J by a μ step below which μ counts as settled and the
-        next f step is the last.
+        Decrease of J by a μ step, relative to J's terms in μ, below which μ counts as
+        settled (see above).
     max_iter : int, default=10
         Maximum number of f steps (base fits).
     verbose : int, default=0
@@ -407,10 +415,11 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         # loosened while μ moves, but not so far that μ stalls (LOOSE_TOL_MAX) — tighter
         # than the base's own tol when that is looser
         loose_tol = min(LOOSE_TOL_FACTOR * base_tol, LOOSE_TOL_MAX)
-        # LapRLS's moving steps are partial CG runs by design: not counted as unconverged
+        # a LapRLS base's steps after the first while μ moves are partial CG runs by
+        # design (not counted as unconverged); not with a class balance, whose two CG
+        # columns combine into a descent step only once solved
         from .linear import LapRLSClassifier  # as in _base
-        capped = isinstance(est, LapRLSClassifier)
-        loose_max_iter = min(MOVING_STEP_CG_ITER, base_max_iter) if capped else base_max_iter
+        capped = isinstance(est, LapRLSClassifier) and est.class_prior is None
         fit_state = {}
 
         def decision_train(e):
@@ -420,9 +429,17 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         def solve_f(mu, previous, final):
             e = est
             # loose while μ moves (S_k to a few digits suffices), the base's own at the end
-            e.set_params(graph=_EnsembleGraph.build(graphs, mu * scales, parts),
-                         tol=base_tol if final else loose_tol,
-                         max_iter=base_max_iter if final else loose_max_iter)
+            partial = capped and previous is not None and not final
+            if final:
+                tol, max_iter = base_tol, base_max_iter
+            elif capped and previous is None:  # γ_R 'auto' and the first μ step read it
+                tol, max_iter = min(FIRST_STEP_TOL_FACTOR * loose_tol, 1e-2), base_max_iter
+            elif partial:
+                tol, max_iter = loose_tol, min(MOVING_STEP_CG_ITER, base_max_iter)
+            else:
+                tol, max_iter = loose_tol, base_max_iter
+            e.set_params(graph=_EnsembleGraph.build(graphs, mu * scales, parts), tol=tol,
+                         max_iter=max_iter)
             with warnings.catch_warnings(record=not final) as caught:
                 warnings.filterwarnings("ignore", message=ROW_NORM_WARNING)  # checked above
                 if not final:  # recorded even under an "error" filter: EMR reports them
@@ -430,9 +447,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
                 e.fit(X, y)
             if not final:  # unconverged steps said once, after the loop, at EMR's tol
                 unconverged = [issubclass(w.category, ConvergenceWarning) for w in caught]
-                if not capped:
-                    fit_state["unconverged"] = (fit_state.get("unconverged", 0)
-                                                + any(unconverged))
+                if not partial and any(unconverged):
+                    fit_state.setdefault("unconverged", []).append(tol)
                 for w, skip in zip(caught, unconverged):
                     if not skip:
                         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -465,9 +481,11 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
                             callback=report if self.verbose else None)
         t_fits = time.perf_counter() - t0
         if fit_state.get("unconverged"):
-            warnings.warn(f"EMR: {fit_state['unconverged']} of its f steps while mu moved "
-                          f"did not converge to their tol={loose_tol:g} (min("
-                          f"{LOOSE_TOL_FACTOR} x the estimator's tol, {LOOSE_TOL_MAX:g})) "
+            tols = ", ".join(f"{t:g}" for t in sorted(set(fit_state["unconverged"])))
+            warnings.warn(f"EMR: {len(fit_state['unconverged'])} of its f steps while mu "
+                          f"moved did not converge to their tol={tols} (min("
+                          f"{LOOSE_TOL_FACTOR} x the estimator's tol, {LOOSE_TOL_MAX:g})"
+                          f"{'; the first, 10 x that, at most 0.01' if capped else ''}) "
                           f"within the estimator's max_iter={est.max_iter}; mu may be "
                           f"inaccurate: increase max_iter.", ConvergenceWarning, stacklevel=2)
         est = res.solution

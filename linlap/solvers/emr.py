@@ -168,6 +168,7 @@ class EMRResult:
     n_iter : int
         f steps, the final one included.
     converged : bool
+        Whether the last μ step, after a final f step, left μ settled.
     """
 
     def __init__(self, solution, mu, smoothness, gamma_R, objective, n_iter, converged):
@@ -189,20 +190,21 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     returns ``(result, base)``, ``base`` being the loss and ambient part of J at the new
     f; (b) ``smoothness(result)`` returns ``S_k(f)`` for every candidate and μ is
     updated by :func:`update_mu`. J(f, μ) = base + μ·S + γ_R‖μ‖² is recorded after each
-    μ step and each f step. The alternation stops when a μ step lowers J by less than
-    ``tol`` relative to J — μ has settled for the current f — or when the f steps reach
-    ``max_iter``; the f step after that μ step is the last.
+    μ step and each f step.
 
-    The f steps while μ still moves are called with ``final=False`` and may be solved
-    loosely (EMRClassifier stops them at 10× its base's tolerance, at most 1e-3, and a
-    LapRLS base's after 10 CG iterations: μ needs S only to a few digits, and each step
-    starts from the last); the last f step is called with ``final=True`` and solved to
-    the base solver's own tolerance (with ``m == 1`` or ``max_iter == 1`` the first
-    step is the last). The stopping rule looks at the μ step alone because a loose f
-    step's own decrease of J measures how far f still is from its minimiser, not
-    whether μ moves. Each μ step is exact and each f step, warm-started, lowers J over
-    f (CG and the Newton line searches only decrease their objective from the start),
-    so J does not increase.
+    The f steps are called with ``final=False`` and may be solved loosely (EMRClassifier:
+    to 10× its base's tolerance, at most 1e-3; with a LapRLS base the first to 10× that,
+    at most 1e-2, the later ones cut at 10 CG iterations: μ needs S only to a few
+    digits, and each step starts from the last) until a μ step lowers J by less than
+    ``tol`` times J's terms in μ, μ·S + γ_R‖μ‖² (relative to J, whose loss can dwarf
+    them, an f far from its minimiser would pass for settled μ). The next f step, at
+    that μ, is called with ``final=True`` and solved to the base solver's own
+    tolerance, and one more μ step checks it: if μ still moves, the alternation goes
+    on; if not, it stops at that μ and that f (``converged``). The ``max_iter``-th f
+    step is a final one too (with ``m == 1`` or ``max_iter == 1``, the first). Each μ
+    step is exact and each f step, warm-started, lowers J over f (CG and the Newton
+    line searches only decrease their objective from the start), so J does not
+    increase.
 
     Parameters
     ----------
@@ -215,7 +217,8 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
         ``γ_R = (1/m) Σ_k S_k(f₀)`` with f₀ the first f (uniform μ), then kept fixed
         so that every later step decreases the same J.
     tol : float, default=1e-3
-        Relative decrease of J by a μ step below which μ counts as settled.
+        Decrease of J by a μ step, relative to μ·S + γ_R‖μ‖², below which μ counts as
+        settled.
     max_iter : int, default=20
         Most f steps, the final one included.
     callback : callable, optional
@@ -241,13 +244,20 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     objective = [float(base + mu @ S + gamma_R * (mu @ mu))]
     converged = m == 1
     n_iter = 1
-    while not final:
-        mu = update_mu(S, gamma_R, mu)
-        J_mu = float(base + mu @ S + gamma_R * (mu @ mu))
-        J_prev = objective[-1]
-        # μ has settled for this f: the next f step, at this μ, is the last
-        converged = (J_prev - J_mu) <= tol * max(abs(J_prev), np.finfo(float).tiny)
-        final = converged or n_iter + 1 == max_iter  # or the last step the budget allows
+    while not converged and n_iter < max_iter:
+        mu_part = float(mu @ S + gamma_R * (mu @ mu))  # J's terms in μ, before the step
+        mu_next = update_mu(S, gamma_R, mu)
+        J_mu = float(base + mu_next @ S + gamma_R * (mu_next @ mu_next))
+        # μ settled for this f — relative to the terms it changes, not to J, whose loss
+        # can dwarf them
+        settled = objective[-1] - J_mu <= tol * max(mu_part, np.finfo(float).tiny)
+        if settled and final:  # and f is solved to the base's tol: done, at this μ
+            converged = True
+            break
+        mu = mu_next
+        # settled on a loose f: the next step, at this μ, is solved to the base's tol
+        # and checked by one more μ step; or the last step the budget allows
+        final = settled or n_iter + 1 == max_iter
         result, base = solve_f(mu, result, final)
         n_iter += 1
         S = np.asarray(smoothness(result), dtype=np.float64)
