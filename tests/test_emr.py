@@ -64,6 +64,19 @@ def _grid_graphs(X):
     return graphs
 
 
+def _recording_laprls(log, *attributes):
+    """A LapRLSClassifier class whose fits append ``attributes`` to ``log`` (one value, or
+    a tuple of several): what EMR's f steps were run with."""
+    class Recording(LapRLSClassifier):
+        def fit(self, X, y):
+            super().fit(X, y)
+            values = tuple(getattr(self, a) for a in attributes)
+            log.append(values[0] if len(values) == 1 else values)
+            return self
+
+    return Recording
+
+
 def _check_schedule(tols, base_tol):
     """A LapRLS base's f-step tolerances: the first (cold) at 10× the loose tol, at most
     1e-2; then the loose tol while μ moves, the base's tol for each step μ settled on
@@ -382,11 +395,7 @@ def test_f_steps_loose_while_mu_moves_and_the_base_tol_at_the_end(data):
     from linlap.estimators.emr import LOOSE_TOL_FACTOR
 
     tols = []
-
-    class Recording(LapRLSClassifier):
-        def fit(self, X, y):
-            tols.append(self.tol)
-            return super().fit(X, y)
+    Recording = _recording_laprls(tols, "tol")
 
     X, y = data
     ys = mask_labels(y, 10, random_state=0)
@@ -413,11 +422,7 @@ def test_f_steps_at_most_1e3_while_mu_moves_and_base_tol_checked_first(data):
     X, y = data
     ys = mask_labels(y, 10, random_state=0)
     tols = []
-
-    class Recording(LapRLSClassifier):
-        def fit(self, X, y):
-            tols.append(self.tol)
-            return super().fit(X, y)
+    Recording = _recording_laprls(tols, "tol")
 
     for tol in (1e-5, 1e-4, 0.05, 0.1, 0.5):  # min(10 tol, 1e-3) while μ moves, then tol
         tols.clear()
@@ -440,11 +445,7 @@ def test_a_loose_base_tol_does_not_stall_mu():
     ys = mask_labels(y, 20, random_state=0)
     g = KNNGraph(n_neighbors=20, algorithm="exact").fit(X)
     tols = []
-
-    class Recording(LapRLSClassifier):
-        def fit(self, X, y):
-            tols.append(self.tol)
-            return super().fit(X, y)
+    Recording = _recording_laprls(tols, "tol")
 
     tight = EMRClassifier(LapRLSClassifier(tol=1e-6), graph=g).fit(X, ys)
     loose = EMRClassifier(Recording(tol=1e-2), graph=g).fit(X, ys)
@@ -490,12 +491,7 @@ def test_laprls_moving_steps_are_partial_cg_runs_without_warnings(data):
     X, y = data
     ys = mask_labels(y, 10, random_state=0)
     settings = []
-
-    class Recording(LapRLSClassifier):
-        def fit(self, X, y):
-            super().fit(X, y)
-            settings.append((self.tol, self.max_iter, self.n_iter_))
-            return self
+    Recording = _recording_laprls(settings, "tol", "max_iter", "n_iter_")
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
