@@ -381,6 +381,7 @@ def test_alternation_is_loose_until_its_final_step(m, max_iter, flags):
                         max_iter=max_iter)
     assert [final for _, final in calls] == flags
     assert res.n_iter == len(flags) <= max_iter and res.solution == len(flags)
+    assert res.converged == (m == 1 or flags == [False, False, True])  # not on the budget
     if len(calls) > 1:  # the final step is at the final μ
         np.testing.assert_array_equal(calls[-1][0], res.mu)
     assert np.all(np.diff(res.objective) <= 0)
@@ -567,3 +568,19 @@ def test_objective_monotone_with_a_class_prior_base(seed):
                                     "normalized": [True, False]}).fit(X, ys)
     o = np.asarray(emr.objective_)
     assert np.all(np.diff(o) <= 1e-9 * o[:-1])
+
+
+def test_mu_settled_relative_to_its_own_terms_not_to_a_large_loss():
+    # a loss of 1e6 dwarfs μ's terms: relative to J the first μ step looked settled
+    # (flags [False, True]); relative to μ·S + γ_R‖μ‖² it moved μ, one more loose step
+    from linlap.solvers.emr import emr_alternate
+
+    calls = []
+
+    def solve_f(mu, previous, final):
+        calls.append(final)
+        return len(calls), 1e6
+
+    res = emr_alternate(solve_f, lambda r: np.array([1.0, 2.0, 3.0]), 3, gamma_R=0.5,
+                        tol=1e-3, max_iter=10)
+    assert calls == [False, False, True] and res.converged

@@ -168,7 +168,9 @@ class EMRResult:
     n_iter : int
         f steps, the final one included.
     converged : bool
-        Whether the last μ step, after a final f step, left μ settled.
+        Whether the last μ step, after a final f step, left μ settled. (With f steps
+        that are not minimisations, such as a kernel base's early stopping, J may still
+        fall over later f steps.)
     """
 
     def __init__(self, solution, mu, smoothness, gamma_R, objective, n_iter, converged):
@@ -250,7 +252,7 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
         J_mu = float(base + mu_next @ S + gamma_R * (mu_next @ mu_next))
         # μ settled for this f — relative to the terms it changes, not to J, whose loss
         # can dwarf them
-        settled = objective[-1] - J_mu <= tol * max(mu_part, np.finfo(float).tiny)
+        settled = bool(objective[-1] - J_mu <= tol * max(mu_part, np.finfo(float).tiny))
         if settled and final:  # and f is solved to the base's tol: done, at this μ
             converged = True
             break
