@@ -43,9 +43,11 @@ LOOSE_TOL_MAX = 1e-3
 #: 0.05 point on average, in 18–34 % less time (bench/RESULTS.md, 'EMR's cost').
 MOVING_STEP_CG_ITER = 10
 #: With a LapRLS base the first f step, cold at uniform μ, is solved to this multiple of
-#: the loose tol (at most 1e-2): a cold start cannot stall, and γ_R 'auto' and the first μ
-#: step need its S_k to a few per cent only (bench/RESULTS.md, 'EMR's cost').
+#: the loose tol, at most FIRST_STEP_TOL_MAX: a cold start cannot stall, and γ_R 'auto'
+#: and the first μ step need its S_k to a few per cent only (γ_R within 4 % of its value
+#: at 1e-3 on PCMAC, synthetic and subjects; μ as in bench/RESULTS.md, 'EMR's cost').
 FIRST_STEP_TOL_FACTOR = 10
+FIRST_STEP_TOL_MAX = 1e-2
 
 _GRID_KEYS = ("n_neighbors", "weight", "heat_sigma", "symmetrize", "normalized", "power")
 # the parameters a subgraph / Laplacian view can change without a new neighbour search
@@ -258,9 +260,9 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
     first step, cold at uniform μ, is solved to 10× that, at most 1e-2
     (``FIRST_STEP_TOL_FACTOR``), and the later ones stop after at most 10 CG iterations
     (``MOVING_STEP_CG_ITER``): on the corpora of ``bench/emr.py`` μ comes out within
-    0.015 of where steps solved to 1e-3 put it, in 18–34 % less time. When a μ step settles on a
-    partial f, the next f step, at that μ, is solved to the base's ``tol`` and checked by
-    one more μ step. Each μ step is exact and each warm-started f step lowers J over f,
+    0.015 of where steps solved to 1e-3 put it, in 18–34 % less time. When a μ step
+    settles on a partial f, the next f step, at that μ, is solved to the base's ``tol``
+    and checked by one more μ step. Each μ step is exact and each warm-started f step lowers J over f,
     so J does not increase (the kernel solvers' early stopping is not a minimisation:
     there only up to their tolerance).
 
@@ -420,6 +422,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         # columns combine into a descent step only once solved
         from .linear import LapRLSClassifier  # as in _base
         capped = isinstance(est, LapRLSClassifier) and est.class_prior is None
+        first_tol = min(FIRST_STEP_TOL_FACTOR * loose_tol, FIRST_STEP_TOL_MAX)
         fit_state = {}
 
         def decision_train(e):
@@ -432,10 +435,10 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             partial = capped and previous is not None and not final
             if final:
                 tol, max_iter = base_tol, base_max_iter
-            elif capped and previous is None:  # γ_R 'auto' and the first μ step read it
-                tol, max_iter = min(FIRST_STEP_TOL_FACTOR * loose_tol, 1e-2), base_max_iter
             elif partial:
                 tol, max_iter = loose_tol, min(MOVING_STEP_CG_ITER, base_max_iter)
+            elif capped:  # the first step: γ_R 'auto' and the first μ step read it
+                tol, max_iter = first_tol, base_max_iter
             else:
                 tol, max_iter = loose_tol, base_max_iter
             e.set_params(graph=_EnsembleGraph.build(graphs, mu * scales, parts), tol=tol,
@@ -485,7 +488,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             warnings.warn(f"EMR: {len(fit_state['unconverged'])} of its f steps while mu "
                           f"moved did not converge to their tol={tols} (min("
                           f"{LOOSE_TOL_FACTOR} x the estimator's tol, {LOOSE_TOL_MAX:g})"
-                          f"{'; the first, 10 x that, at most 0.01' if capped else ''}) "
+                          f"{f'; the first {first_tol:g}' if capped else ''}) "
                           f"within the estimator's max_iter={est.max_iter}; mu may be "
                           f"inaccurate: increase max_iter.", ConvergenceWarning, stacklevel=2)
         est = res.solution

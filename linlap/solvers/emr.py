@@ -243,13 +243,13 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     if isinstance(gamma_R, str):
         gamma_R = float(S.mean())
     gamma_R = float(gamma_R)
-    objective = [float(base + mu @ S + gamma_R * (mu @ mu))]
+    objective = [base + mu_objective(mu, S, gamma_R)]
     converged = m == 1
     n_iter = 1
     while not converged and n_iter < max_iter:
-        mu_part = float(mu @ S + gamma_R * (mu @ mu))  # J's terms in μ, before the step
+        mu_part = mu_objective(mu, S, gamma_R)  # J's terms in μ, before the step
         mu_next = update_mu(S, gamma_R, mu)
-        J_mu = float(base + mu_next @ S + gamma_R * (mu_next @ mu_next))
+        J_mu = base + mu_objective(mu_next, S, gamma_R)
         # μ settled for this f — relative to the terms it changes, not to J, whose loss
         # can dwarf them
         settled = bool(objective[-1] - J_mu <= tol * max(mu_part, np.finfo(float).tiny))
@@ -263,7 +263,7 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
         result, base = solve_f(mu, result, final)
         n_iter += 1
         S = np.asarray(smoothness(result), dtype=np.float64)
-        J = float(base + mu @ S + gamma_R * (mu @ mu))
+        J = base + mu_objective(mu, S, gamma_R)
         # J after the μ step and after the following f step: both monotone
         objective.extend([J_mu, J])
         if callback is not None:
