@@ -1523,7 +1523,7 @@ def test_model_to_a_terminal_is_refused_before_the_fit(tmp_path, capsys):
 def test_estimator_advice_is_given_in_the_options_of_linlap_fit(tmp_path, capsys):
     """The estimators' warnings and errors name their Python keywords (gamma_I='scaled',
     class_prior=None, LapSVMClassifier, unlabeled rows 'labeled -1'); `linlap fit` shows
-    its options instead. Advice with no option of fit (Normalizer()) is left as it is."""
+    its options instead (sklearn's Normalizer: --normalize l2)."""
     from linlap.cli import main
 
     texts, y = _two_topic_texts(40)
@@ -1554,7 +1554,7 @@ def test_estimator_advice_is_given_in_the_options_of_linlap_fit(tmp_path, capsys
     _error_of(capsys, main(["fit", str(one), "--model", model, "--n-neighbors", "5", "-q",
                             "--estimator", "laps3vm"]), 1,
               "--class-prior predicted estimates the class balance of the unlabeled rows")
-    # svmlight rows far from unit norm: --gamma-A; sklearn's Normalizer has no option
+    # svmlight rows far from unit norm: --gamma-A, and sklearn's Normalizer is --normalize
     rows = _svmlight_rows()
     data = _write(tmp_path / "big.svm", "".join(
         f"{(i % 2) * 2 - 1 if i < 20 else 0} "
@@ -1563,8 +1563,56 @@ def test_estimator_advice_is_given_in_the_options_of_linlap_fit(tmp_path, capsys
     assert main(["fit", str(data), "--model", model, "--n-neighbors", "5", "-q"]) == 0
     norm = [ln for ln in capsys.readouterr().err.splitlines() if "norms around" in ln]
     assert len(norm) == 1 and "--gamma-A scaled was measured" in norm[0], norm
-    assert norm[0].endswith("(sklearn.preprocessing.Normalizer()) or give --gamma-A a number.")
+    assert norm[0].endswith("(--normalize l2) or give --gamma-A a number.")
     assert "gamma_A" not in norm[0]
+
+
+def test_fit_normalize_l2_scales_svmlight_rows_in_fit_and_predict(tmp_path, capsys):
+    """svmlight rows of uneven length: the row-norm warning advises --normalize l2; with
+    it the model (a Normalizer, then the classifier) is the same for any scaling of the
+    rows, predict scales its rows too, and top-features still names columns by index."""
+    from linlap.cli import main
+    from linlap.persistence import load
+
+    rows = _svmlight_rows()
+    # every other row 30 times longer: norms spread, the graph would see length
+    scaled = [" ".join(f"{kv.split(':')[0]}:{(30 if i % 4 < 2 else 1) * float(kv.split(':')[1]):g}"
+                       for kv in row.split()) for i, row in enumerate(rows)]
+
+    def svm(name, body):
+        return _write(tmp_path / name, "".join(
+            f"{(i % 2) * 2 - 1 if i < 20 else 0} {row}\n" for i, row in enumerate(body)))
+
+    uneven, plain = svm("uneven.svm", scaled), svm("plain.svm", rows)
+    models = {}
+    for name, data, extra in (("as_given", uneven, []),
+                              ("uneven", uneven, ["--normalize", "l2"]),
+                              ("plain", plain, ["--normalize", "l2"])):
+        models[name] = str(tmp_path / f"{name}.model")
+        assert main(["fit", str(data), "--model", models[name], "--n-neighbors", "5",
+                     "-q", *extra]) == 0
+        err = capsys.readouterr().err
+        assert ("not normalised" in err) == (name == "as_given"), err
+        if name == "as_given":
+            assert "Pass --normalize l2 to scale the rows to unit length." in err
+    a, b = load(models["uneven"]), load(models["plain"])
+    assert [name for name, _ in a.steps] == ["normalizer", "classifier"]
+    np.testing.assert_allclose(a[-1].coef_, b[-1].coef_, rtol=1e-6, atol=1e-9)
+    outs = []
+    for model, data in ((models["uneven"], uneven), (models["uneven"], plain),
+                        (models["plain"], uneven)):
+        assert main(["predict", model, str(data), "-q"]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] == outs[2] and len(outs[0].split()) == len(rows)
+    assert main(["top-features", models["uneven"], "-n", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert "feature " in out and "x1" not in out and "has no vectorizer" in err
+    # text input is TF-IDF: rows of unit length already
+    texts, y = _two_topic_texts(20)
+    csv = _write_texts_csv(tmp_path / "t.csv", texts, y)
+    _error_of(capsys, main(["fit", str(csv), "--model", models["plain"], "--normalize",
+                            "l2", "-q"]), 2, "--normalize l2 applies to svmlight input")
+
 
 
 def test_graph_memory_error_names_the_n_neighbors_option(tmp_path, capsys, monkeypatch):

@@ -127,6 +127,13 @@ def build_parser():
                    help="tfidf: append N-dimensional document embeddings learned from all "
                         "the texts, labeled and unlabeled (PPMI word vectors; "
                         "linlap.text.EmbeddedTfidfVectorizer); 0 = off (default)")
+    g = fit.add_argument_group("matrix input (svmlight)")
+    g.add_argument("--normalize", choices=("none", "l2"), default="none",
+                   help="l2: scale each row to unit length before the fit (kept in the "
+                        "model, so predict and evaluate scale their rows too); none "
+                        "(default): the rows as given. The graph and the default "
+                        "--gamma-A scaled assume rows of about unit length, as text input's "
+                        "TF-IDF rows are")
     g = fit.add_argument_group("graph")
     g.add_argument("--n-neighbors", type=_int_arg(1), default=None, metavar="K",
                    help="neighbours per document (default 50, at most a twentieth of the "

@@ -5,11 +5,19 @@ import sys
 from ._common import _load_model
 
 
+def _has_vectorizer(model):
+    """Whether the model is a Pipeline with steps before its classifier other than a
+    row normaliser (``fit --normalize l2`` on svmlight input), which names no terms."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import Normalizer
+
+    return isinstance(model, Pipeline) and not all(
+        isinstance(step, Normalizer) for _, step in model.steps[:-1])
+
+
 def _no_names_reason(model):
     """Why a model's columns have no term names (for the note line)."""
-    from sklearn.pipeline import Pipeline
-
-    if not isinstance(model, Pipeline) or len(model.steps) < 2:
+    if not _has_vectorizer(model):
         return ("the model has no vectorizer, so columns are shown as indices: feature j "
                 "is column j of the matrix it was fit on (svmlight input: index j as "
                 "written in the file)")
@@ -31,7 +39,9 @@ def _top_features(args):
     if why is not None:
         raise ValueError(f"{args.model}: {why}")
     fw = _Weights(model)
-    coef, names = fw.coef, fw.names
+    coef = fw.coef
+    # a normaliser's generic x0, x1, … are no term names
+    names = fw.names if _has_vectorizer(model) else None
     classes = [str(c) for c in fw.est.classes_]
     if names is None:
         # notes on stderr, like evaluate's: stdout holds the lists alone

@@ -177,8 +177,9 @@ def _vectorizer_error(args, exc):
 #: errors (:func:`_spelled`): ``gamma_I='scaled'`` → ``--gamma-I scaled``,
 #: ``class_prior=None`` → ``--class-prior none``, ``max_iter=50`` → ``--max-iter 50``,
 #: ``tol=0.0001`` → ``--tol 0.0001``, the advice to use another estimator class →
-#: ``--estimator``. Python keywords without an option here (cg_max_iter, norm) are left as
-#: they are, but advice to raise cg_max_iter is given as the options that help instead;
+#: ``--estimator``, sklearn's Normalizer → ``--normalize l2``. Python keywords without an
+#: option here (cg_max_iter) are left as they are, but advice to raise cg_max_iter is given
+#: as the options that help instead;
 #: the unlabeled marker's wording is added per input by :func:`_fit_spellings`.
 _FIT_SPELLINGS = (
     # LapSVM's CG stall: what it advises through LapSVMClassifier is the command's too
@@ -189,6 +190,11 @@ _FIT_SPELLINGS = (
     (r"; increase max_iter or cg_max_iter\.",
      "; increase --max-iter, or use a larger --gamma-A or --tol (a small --gamma-A makes "
      "CG slow)."),
+    # rows far from unit norm (svmlight input)
+    (r"Normalise the rows: TfidfVectorizer's default norm='l2', or "
+     r"sklearn\.preprocessing\.Normalizer\(\)\.",
+     "Pass --normalize l2 to scale the rows to unit length."),
+    (r"\(sklearn\.preprocessing\.Normalizer\(\)\)", "(--normalize l2)"),
     (r"\bclass_prior=None\b", "--class-prior none"),
     (r"\bclass_prior='(\w+)'", r"--class-prior \1"),
     (r"\bgamma_([AIU])='?([-+\w.]*\w)'?", r"--gamma-\1 \2"),
@@ -270,6 +276,9 @@ def _fit(args):
         if given:
             raise UsageError(f"{', '.join(given)}: vectorizer options apply to text input, "
                              f"not to an svmlight matrix")
+    elif args.normalize != "none":
+        raise UsageError(f"--normalize {args.normalize} applies to svmlight input; text "
+                         f"input's TF-IDF rows are of unit length already")
     # an option of the other vectorizer would be ignored
     elif args.vectorizer == "hashing" and args.min_df != TEXT_OPTIONS["min_df"]:
         raise UsageError("--min-df applies to --vectorizer tfidf only (hashing keeps every "
@@ -323,9 +332,13 @@ def _fit(args):
     y = np.array(["" if lab is None else lab for lab in labels], dtype=object)
 
     if fmt == "svmlight":
-        pre = []
         X = batch.data
         rep.line(f"svmlight matrix: {X.shape[1]:,} features")
+        pre = []
+        if args.normalize == "l2":  # a step of the saved model: predict's rows too
+            from sklearn.preprocessing import Normalizer
+            pre = [("normalizer", Normalizer())]
+            X = pre[0][1].fit_transform(X)
     else:
         if not any(text.strip() for text in batch.data):
             raise ValueError(f"{args.data}: every document is empty; no term to learn from")
