@@ -495,6 +495,11 @@ def _estimator_errors():
                      r"y_val must have shape \(40,\), got \(5,\)", id="cv-y_val-shape"),
         pytest.param(lambda X, y, ys, g: cv(graph=g).fit(X, ys, validation=np.full(40, -1)),
                      r"validation holds no labeled row", id="cv-no-validation-row"),
+        # its other rows NaN while the estimator's marker is -1: every row a label
+        pytest.param(lambda X, y, ys, g: cv(graph=g).fit(X, ys, validation=np.where(
+            ys == -1, y, np.nan)), r"but 10 of the 40 rows validation labels are labeled in "
+            r"y\. Its other rows must hold the estimator's unlabeled marker, unlabeled=-1",
+            id="cv-validation-marker"),
         pytest.param(lambda X, y, ys, g: cv(graph=g, n_neighbors=[0]).fit(X, ys),
                      r"n_neighbors must be None or integers >= 1, got 0", id="cv-k-0"),
         pytest.param(lambda X, y, ys, g: KernelLapRLSClassifier(graph=g).fit(

@@ -405,6 +405,7 @@ def test_review_fixes_outputs_inputs_and_reports(tmp_path, capsys):
         err = capsys.readouterr().err.splitlines()
         lines = [ln for ln in err if ln.startswith("linlap: error:")]
         assert code == expected and len(lines) == 1 and fragment in lines[0], (code, err)
+        return lines[0]
 
     # 45 documents and 10 empty ones: the default k (50) is capped by the 45, not by 55
     texts, y = _two_topic_texts(45)
@@ -447,6 +448,10 @@ def test_review_fixes_outputs_inputs_and_reports(tmp_path, capsys):
     assert main(["plot", "convergence", str(svm), "--out", str(png), "--n-labels", "10",
                  "-q"]) == 0
     assert png.stat().st_size > 0
+    # too few labels for the path's folds: the advice is an option of plot
+    line = error_line(main(["plot", "path", str(svm), "--out", str(png), "--n-labels", "3",
+                            "-q"]), "cross-validation needs at least 2 labeled rows")
+    assert line.endswith("; use a larger --n-labels.") and "validation=" not in line
     # a directory's unlabeled documents are its unlabeled/ folder
     for c in ("car", "fruit", "unknown"):
         (tmp_path / "dir" / c).mkdir(parents=True)

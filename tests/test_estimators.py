@@ -142,6 +142,15 @@ def test_prebuilt_graph_on_other_rows_warns(sparse, tmp_path):
         LapRLSClassifier(graph=graph.with_laplacian(power=2)).fit(X, ys)
         graph.save(tmp_path / "g.npz")
         LapRLSClassifier(graph=KNNGraph.load(tmp_path / "g.npz")).fit(X, ys)
+    if sparse:  # the same matrix with every entry split into two duplicate halves
+        dup = sp.csr_matrix((np.repeat(X.data / 2, 2), np.repeat(X.indices, 2),
+                             2 * X.indptr), shape=X.shape)
+        assert not dup.has_canonical_format and abs(dup - X).max() == 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            warnings.filterwarnings("ignore", "The rows of X")
+            LapRLSClassifier(graph=KNNGraph(n_neighbors=5).fit(dup)).fit(dup, ys)
+            LapRLSClassifier(graph=graph).fit(dup, ys)
     perm = np.random.default_rng(0).permutation(X.shape[0])
     with pytest.warns(UserWarning, match="does not look like the matrix"):
         LapRLSClassifier(graph=graph).fit(X[perm], ys[perm])

@@ -62,6 +62,10 @@ def test_path_classifier_selects_least_validation_error():
         X, ys, validation=(X[val], yv[val]))
     np.testing.assert_allclose(clf2.path_["error"], info["error"])
     np.testing.assert_allclose(clf2.coef_, clf.coef_)
+    # the pair as a list
+    clf3 = LapSVMPathClassifier(rho=1e-2, graph=g, n_gammas=25).fit(
+        X, ys, validation=[X[val], yv[val]])
+    np.testing.assert_allclose(clf3.path_["error"], info["error"])
 
 
 def test_path_classifier_cv_and_multiclass():

@@ -94,7 +94,8 @@ def _plot(args):
         from ..model_selection import LapSVMPathClassifier
         from ..plots import plot_path
 
-        with rep.step(f"solution path ({n_lab} labels, 5-fold choice of lambda)"):
+        with rep.step(f"solution path ({n_lab} labels, 5-fold choice of lambda)"), \
+                _spelled(((r"; pass validation= instead\.", "; use a larger --n-labels."),)):
             est = LapSVMPathClassifier(graph=graph, unlabeled=marker).fit(X, y_semi)
         err = 100 * np.mean(est.predict(X_test) != y_test)
         rep.line(f"{len(est.path_['lambdas'])} breakpoints; chosen gamma_I = "

@@ -53,7 +53,10 @@ __all__ = ["LapRLSClassifierCV", "LapSVMClassifierCV", "select_gamma_I",
 
 def _validation_set(est, validation, X, y, labeled_rows, classes):
     """(rows of X or None, X_val, index of y_val in classes) from the ``validation`` arg."""
-    if isinstance(validation, tuple):
+    # a pair given as a list too, when its first item is a matrix (not a row's label)
+    pair = isinstance(validation, list) and len(validation) == 2 and (
+        sp.issparse(validation[0]) or np.ndim(validation[0]) == 2)
+    if isinstance(validation, tuple) or pair:
         if len(validation) != 2:
             raise ValueError("validation must be labels for rows of X or a pair (X_val, y_val).")
         Xv = validate_data(est, validation[0], accept_sparse="csr", dtype=np.float64,
@@ -68,9 +71,13 @@ def _validation_set(est, validation, X, y, labeled_rows, classes):
             raise ValueError(f"validation labels must have shape ({X.shape[0]},) (one per row "
                              f"of X, the unlabeled marker elsewhere), got {yfull.shape}.")
         rows = np.flatnonzero(~marker_mask(yfull, est.unlabeled))
-        if np.intersect1d(rows, labeled_rows).size:
-            raise ValueError("validation rows must be unlabeled in y (they score the models; "
-                             "labeled rows train them).")
+        both = np.intersect1d(rows, labeled_rows).size
+        if both:
+            raise ValueError(
+                f"validation rows must be unlabeled in y (they score the models; labeled "
+                f"rows train them), but {both} of the {rows.size} rows validation labels "
+                f"are labeled in y. Its other rows must hold the estimator's unlabeled "
+                f"marker, unlabeled={est.unlabeled!r}: any other value counts as a label.")
         Xv, yv = X[rows], yfull[rows]
     if yv.size == 0:
         raise ValueError("validation holds no labeled row.")
@@ -376,8 +383,9 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             ``unlabeled`` marks unlabeled rows.
         validation : array-like of shape (n_samples,) or (X_val, y_val), optional
-            Labels of validation rows of X that are unlabeled in y, or out-of-sample
-            rows; the score is their accuracy. None: ``cv``-fold cross-validation over
+            Labels of validation rows of X that are unlabeled in y (the ``unlabeled``
+            marker on the other rows), or out-of-sample rows (a tuple or a list of the
+            two); the score is their accuracy. None: ``cv``-fold cross-validation over
             the labeled rows (held-out rows are unlabeled while the others train).
 
         Returns

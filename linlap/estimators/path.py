@@ -220,7 +220,8 @@ class LapSVMPathClassifier(LinearLapClassifier):
             Labels; ``unlabeled`` marks unlabeled rows.
         validation : array-like of shape (n_samples,) or (X_val, y_val), optional
             Labels of validation rows of X that are unlabeled in y (the marker
-            elsewhere), or out-of-sample validation rows. None: ``cv``-fold
+            elsewhere), or out-of-sample validation rows (a tuple or a list of the
+            two). None: ``cv``-fold
             cross-validation over the labeled rows.
 
         Returns

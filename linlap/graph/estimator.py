@@ -52,6 +52,7 @@ def rows_fingerprint(X, n_rows=FINGERPRINT_ROWS):
 
     if sp.issparse(X):
         R = sp.csr_matrix(X[rows], dtype=np.float64)
+        R.sum_duplicates()  # a row's norm, not the sum of its duplicate entries' squares
         entry_row = np.repeat(np.arange(R.shape[0]), np.diff(R.indptr))
         proj = np.bincount(entry_row, R.data * direction(R.indices), minlength=R.shape[0])
         norms = np.sqrt(np.bincount(entry_row, R.data ** 2, minlength=R.shape[0]))
