@@ -79,11 +79,14 @@ def _recording_laprls(log, *attributes):
 
 def _check_schedule(tols, base_tol):
     """A LapRLS base's f-step tolerances: the first (cold) at 10× the loose tol, at most
-    1e-2; then the loose tol while μ moves, the base's tol for each step μ settled on
-    (checked by one more μ step), the last at the base's tol."""
+    1e-2; then the loose tol while μ moves, the base's tol from the step μ first settled
+    on (each checked by one more μ step) — every later step at it too, unless the base's
+    tol is the looser (above 1e-3) — and the last at the base's tol."""
     loose = min(10 * base_tol, 1e-3)
     assert tols[0] == min(10 * loose, 1e-2), tols
     assert tols[-1] == base_tol and set(tols[1:]) <= {loose, base_tol}, tols
+    if base_tol <= loose:  # never back to the looser tol after a step at the base's
+        assert set(tols[tols.index(base_tol):]) == {base_tol}, tols
 
 
 def test_subgraph_equals_fit_at_smaller_k(data):
@@ -308,6 +311,26 @@ def test_kernel_base_one_candidate():
     assert emr2.mu_.shape == (2,) and np.all(np.diff(emr2.objective_) <= 1e-8)
 
 
+def test_kernel_dual_base_objective_is_the_hinge():
+    # KernelLapSVMClassifier(solver='dual') fits the hinge, not its square: EMR's J too
+    X, y = blobs(n=50, d=6, seed=2)
+    ys = mask_labels(y, 8, random_state=0)
+    g = KNNGraph(n_neighbors=5, power=1).fit(X)
+    emr = EMRClassifier(KernelLapSVMClassifier(gamma_I=1.0, solver="dual"),
+                        candidates=[g]).fit(X, ys)
+    est = emr.estimator_
+    lab = ys != -1
+    T = np.where(ys[lab] == est.classes_[1], 1.0, -1.0)
+    F = est.decision_function(X)
+    alpha_K_alpha = float(est.dual_coef_.ravel() @ (F - est.intercept_[0]))
+    S = est.gamma_I * g.scale_ * float(F @ (g.laplacian_matrix() @ F))
+    J = np.mean(np.maximum(0.0, 1.0 - T * F[lab])) + est.gamma_A * alpha_K_alpha + 2 * S
+    # (one candidate: μ = 1, and γ_R 'auto' = S)
+    assert emr.objective_[0] == pytest.approx(J, rel=1e-9)
+    assert np.mean(np.maximum(0.0, 1.0 - T * F[lab])) != pytest.approx(
+        np.mean(np.maximum(0.0, 1.0 - T * F[lab]) ** 2), rel=1e-3)
+
+
 def test_conventions_and_validation(data):
     X, y = data
     ys = mask_labels(y, 10, random_state=0).astype(object)
@@ -474,11 +497,56 @@ def test_unconverged_f_steps_while_mu_moves_are_one_warning_in_emr_terms(data):
     assert len(convergence) == 1, convergence
     assert convergence[0].startswith(f"EMR: {emr.n_iter_ - 1} of its f steps while mu moved "
                                      f"did not converge to their tol=0.001"), convergence
-    assert "increase max_iter" in convergence[0]
+    assert "increase the estimator's max_iter" in convergence[0]
+    # EMR's own max_iter, too, in the same warning
+    assert emr.converged_ == ("increase EMRClassifier's max_iter" not in convergence[0])
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         with pytest.raises(ConvergenceWarning, match="^EMR: "):
             EMRClassifier(base, candidates={"power": [1, 2, 5]}).fit(X, ys)
+
+
+def test_prebuilt_graphs_are_checked_against_X(data):
+    # as the base estimators check theirs: another row count is an error, other rows of
+    # the same count (other documents, reordered rows) a warning — once for views of one
+    from sklearn.preprocessing import normalize
+
+    X, y = data
+    X = normalize(X)  # no row-norm warning
+    ys = mask_labels(y, 10, random_state=0)
+    g = KNNGraph(n_neighbors=5).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        EMRClassifier(graph=g, candidates={"power": [1, 2]}).fit(X, ys)
+        EMRClassifier(candidates=[g, g.with_laplacian(power=2)]).fit(X, ys)
+    perm = np.random.default_rng(0).permutation(X.shape[0])
+    for emr, what in ((EMRClassifier(graph=g, candidates={"power": [1, 2]}),
+                       "the search graph \\(graph=\\)"),
+                      (EMRClassifier(candidates=[g, g.with_laplacian(power=2)]),
+                       "a candidate graph")):
+        with pytest.warns(UserWarning, match=f"X does not look like the matrix {what} was "
+                                             f"built on") as caught:
+            emr.fit(X[perm], ys[perm])
+        assert sum("does not look like" in str(w.message) for w in caught) == 1
+    with pytest.raises(ValueError, match=r"The search graph \(graph=\) was built on 70 "
+                                         r"rows but X has 69"):
+        EMRClassifier(graph=g, candidates={"power": [1, 2]}).fit(X[:69], ys[:69])
+
+
+def test_stopping_at_max_iter_warns(data):
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = data
+    ys = mask_labels(y, 10, random_state=0)
+    graphs = _grid_graphs(X)
+    with pytest.warns(ConvergenceWarning, match=r"^EMR: it stopped at max_iter=2 f steps "
+                      r"before its rule \(tol=1e-08\) was met: increase EMRClassifier's "
+                      r"max_iter\. mu \(now \[.*\]\) may be inaccurate\.$"):
+        emr = EMRClassifier(candidates=graphs, tol=1e-8, max_iter=2).fit(X, ys)
+    assert not emr.converged_ and emr.n_iter_ == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert EMRClassifier(candidates=graphs, max_iter=20).fit(X, ys).converged_
 
 
 def test_laprls_moving_steps_are_partial_cg_runs_without_warnings(data):
@@ -517,10 +585,16 @@ def test_laprls_moving_steps_are_partial_cg_runs_without_warnings(data):
     np.testing.assert_allclose(emr.mu_, tight.mu_, atol=0.02)
 
 
-def test_mu_settled_on_a_loose_f_is_checked_after_a_tight_step():
-    # μ settles on loose f steps; the tight step at that μ changes S, the next μ step
-    # moves again: the alternation goes on (loose steps, another tight one) and stops only
-    # once a μ step after a tight step leaves μ in place
+@pytest.mark.parametrize("stay_final, flags", [
+    # the tight step after μ settled changes S, the next μ step moves again: the
+    # alternation goes on with tight steps (a loose one could meet its tol without moving
+    # f) and stops once a μ step after one leaves μ in place
+    (True, [False, False, True, True]),
+    # final steps looser than the others (EMRClassifier: a base tol above 1e-3): loose
+    # steps again until μ settles, then another final one
+    (False, [False, False, True, False, True]),
+])
+def test_mu_settled_on_a_loose_f_is_checked_after_a_tight_step(stay_final, flags):
     from linlap.solvers.emr import emr_alternate
 
     S_loose, S_tight = np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])
@@ -531,10 +605,108 @@ def test_mu_settled_on_a_loose_f_is_checked_after_a_tight_step():
         return any(calls), 0.0
 
     res = emr_alternate(solve_f, lambda tight_seen: S_tight if tight_seen else S_loose, 3,
-                        gamma_R=0.5, tol=1e-12, max_iter=10)
-    assert calls == [False, False, True, False, True] and res.converged
-    assert res.n_iter == 5  # (J is not monotone here: these f steps change S at will)
+                        gamma_R=0.5, tol=1e-12, max_iter=10, stay_final=stay_final)
+    assert calls == flags and res.converged
+    assert res.n_iter == len(flags)  # (J is not monotone here: these f steps change S)
     np.testing.assert_allclose(res.mu, update_mu(S_tight, 0.5))
+
+
+@pytest.mark.parametrize("tol", [1e-6, 1e-8])
+def test_tight_tol_runs_no_no_op_f_steps(data, tol):
+    # a tight EMR tol with a LapRLS base: μ rarely settles on the first tight step; the
+    # steps after it went back to the loose tol, which f (solved to the base's tol) often
+    # already met — fits of 0 CG iterations, each followed by a μ step that changed
+    # nothing (at tol=1e-8: 27 steps, 6 such after the first tight one; now 21 steps).
+    # Now every step after a tight one is tight. (A loose step before the first tight
+    # one can still do 0 iterations — the μ step after it then settles: at most one.)
+    X, y = data
+    ys = mask_labels(y, 10, random_state=0)
+    graphs = _grid_graphs(X)
+    steps = []
+    Recording = _recording_laprls(steps, "tol", "n_iter_")
+    emr = EMRClassifier(Recording(), candidates=graphs, tol=tol, max_iter=40).fit(X, ys)
+    assert emr.converged_ and len(steps) == emr.n_iter_
+    tols = [t for t, _ in steps]
+    _check_schedule(tols, 1e-4)
+    first_tight = tols.index(1e-4)
+    assert first_tight < len(steps) - 1  # μ moved after the first tight step
+    zero = [i for i, (_, n) in enumerate(steps) if n == 0]
+    assert set(zero) <= {first_tight - 1}, steps
+    if tol == 1e-6:
+        assert zero == [], steps
+    # μ and J as the tightly solved alternation's (the old no-op steps changed nothing)
+    ref = EMRClassifier(LapRLSClassifier(tol=1e-10, max_iter=5000), candidates=graphs,
+                        tol=1e-10, max_iter=60).fit(X, ys)
+    np.testing.assert_allclose(emr.mu_, ref.mu_, atol=5e-3)
+    assert emr.objective_[-1] == pytest.approx(ref.objective_[-1], rel=1e-5)
+
+
+def test_non_minimising_f_steps_must_also_stop_lowering_J():
+    # f steps that are not minimisations (early-stopped PCG) keep lowering J with S
+    # fixed: μ is settled from the second μ step on, but f is not — convergence waits
+    # for an f step's own decrease to fall below tol × J's terms in f (base + μ·S)
+    from linlap.solvers.emr import emr_alternate
+
+    S = np.array([1.0, 2.0, 3.0])
+    gamma_R, tol = 0.5, 1e-3
+
+    def run(is_minimiser, max_iter=40):
+        calls = []
+
+        def solve_f(mu, previous, final):  # f step k: base 1 + 2^-k, still falling
+            calls.append(final)
+            return len(calls) - 1, 1.0 + 0.5 ** (len(calls) - 1)
+
+        res = emr_alternate(solve_f, lambda k: S, 3, gamma_R=gamma_R, tol=tol,
+                            max_iter=max_iter, is_minimiser=is_minimiser)
+        return res, calls
+
+    res, calls = run(None)  # minimisers: μ settled after a final step is convergence
+    assert calls == [False, False, True] and res.converged
+    res, calls = run(lambda k: False)
+    J = np.asarray(res.objective)
+    f_terms = J[-1] - gamma_R * res.mu @ res.mu
+    # the first final step whose decrease 2^-k is below tol × (base + μ·S)
+    mu_S = float(update_mu(S, gamma_R) @ S)
+    k = next(k for k in range(2, 40) if 0.5 ** k <= tol * (1.0 + 0.5 ** k + mu_S))
+    assert res.converged and res.n_iter == k + 1 and calls == [False, False] + [True] * (k - 1)
+    assert J[-2] - J[-1] <= tol * f_terms < J[-4] - J[-3]
+    res, calls = run(lambda k: k >= 5)  # the 6th step is a minimiser: it converges there
+    assert res.converged and res.n_iter == 6
+    res, calls = run(lambda k: False, max_iter=6)  # the budget: not converged
+    assert not res.converged and res.n_iter == 6
+
+
+def test_early_stopped_kernel_base_converges_only_once_f_settles_too():
+    # KernelLapSVMClassifier's default early stopping ends each warm-started f step after
+    # two stability checks (20 PCG iterations here), far from the minimiser over f: μ
+    # looked settled after 8 steps (J = 0.415, μ = 0.39 / 0.61 on two candidates) while
+    # each further step lowered J by 0.1–0.3 % and moved μ (100 steps: J = 0.388, μ =
+    # 0.27 / 0.73). Such a base's f steps must also stop lowering J.
+    from linlap.datasets import make_text_corpus
+
+    X, y = make_text_corpus(400, n_features=2000, n_subtopics=2, topic_concentration=0.4,
+                            random_state=0)[:2]
+    ys = mask_labels(y, 10, random_state=0)
+    grid = {"power": [1, 3, 6], "normalized": [True, False], "n_neighbors": [5, 10]}
+    reasons = []
+
+    class Recording(KernelLapSVMClassifier):
+        def fit(self, X, y, X_val=None, y_val=None):
+            super().fit(X, y)
+            reasons.append(self.stop_reason_)
+            return self
+
+    short = EMRClassifier(Recording(), candidates=grid).fit(X, ys)  # max_iter=10
+    assert not short.converged_ and short.n_iter_ == 10
+    assert reasons[-1] == "stability"
+    emr = EMRClassifier(KernelLapSVMClassifier(), candidates=grid, max_iter=40).fit(X, ys)
+    assert emr.converged_ and emr.n_iter_ < 40
+    J = np.asarray(emr.objective_)
+    assert np.all(np.diff(J) <= 0)
+    f_terms = J[-1] - emr.gamma_R_ * emr.mu_ @ emr.mu_
+    assert J[-2] - J[-1] <= emr.tol * f_terms  # the last f step's decrease: small
+    assert J[-1] < short.objective_[-1] < 0.415
 
 
 def test_stiff_candidates_do_not_stop_mu_near_uniform():

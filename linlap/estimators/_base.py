@@ -380,33 +380,40 @@ def default_graph(X, verbose=0, random_state=DEFAULT_GRAPH_SEED, n_neighbors=Non
                     random_state=random_state, verbose=bool(verbose), **params)
 
 
+def check_prebuilt_graph(graph, X, what="The prebuilt graph",
+                         fix="pass the X the graph was built on (labeled and unlabeled "
+                             "rows). (In a grid search or cross-validation, pass an "
+                             "unfitted KNNGraph(...), or use LapRLSClassifierCV / "
+                             "LapSVMClassifierCV.)"):
+    """A fitted ``graph`` against the rows of X: ValueError when their numbers differ,
+    a warning when X's rows look reordered or like other documents (checked when X has
+    the graph's columns: a graph of other features, e.g. embeddings, is a choice, not a
+    mistake). ``what`` names the graph, ``fix`` is the advice for another row count."""
+    n = X.shape[0]
+    if graph.n_samples_fit_ != n:
+        raise ValueError(f"{what} was built on {graph.n_samples_fit_} rows but X has {n}; "
+                         f"{fix}")
+    fingerprint = getattr(graph, "rows_fingerprint_", None)
+    if fingerprint is not None and X.shape[1] == getattr(graph, "n_features_in_", None) \
+            and (sp.issparse(X) or isinstance(X, np.ndarray)) \
+            and not same_rows_fingerprint(rows_fingerprint(X), fingerprint):
+        warnings.warn(
+            f"X does not look like the matrix {what[0].lower() + what[1:]} was built on: "
+            f"some of its rows differ (each scaled to unit length). If X's rows were "
+            f"reordered or are other documents, the graph joins the wrong rows; pass the "
+            f"X the graph was built on, in the same row order.", UserWarning,
+            stacklevel=user_stacklevel())
+
+
 def resolve_graph(graph, X, verbose=0, random_state=DEFAULT_GRAPH_SEED):
     """The fitted graph of the rows of X: ``graph`` itself when fitted on them (shared, not
-    rebuilt), else a fit of a copy of it, or of :func:`default_graph` when ``graph`` is
-    None."""
-    n = X.shape[0]
+    rebuilt; :func:`check_prebuilt_graph`), else a fit of a copy of it, or of
+    :func:`default_graph` when ``graph`` is None."""
     if graph is None:  # KNNGraph itself warns about the empty rows
         return default_graph(X, verbose, random_state).fit(X)
     graph = clone(graph)  # a fitted graph clones to itself: shared, not rebuilt
     if getattr(graph, "adjacency_", None) is not None and hasattr(graph, "n_samples_fit_"):
-        if graph.n_samples_fit_ != n:
-            raise ValueError(
-                f"The prebuilt graph was built on {graph.n_samples_fit_} rows but X has "
-                f"{n}; pass the X the graph was built on (labeled and unlabeled rows). "
-                f"(In a grid search or cross-validation, pass an unfitted KNNGraph(...), "
-                f"or use LapRLSClassifierCV / LapSVMClassifierCV.)")
-        # rows reordered or other documents (checked when X has the graph's columns: a
-        # graph of other features, e.g. embeddings, is a choice, not a mistake)
-        fingerprint = getattr(graph, "rows_fingerprint_", None)
-        if fingerprint is not None and X.shape[1] == getattr(graph, "n_features_in_", None) \
-                and (sp.issparse(X) or isinstance(X, np.ndarray)) \
-                and not same_rows_fingerprint(rows_fingerprint(X), fingerprint):
-            warnings.warn(
-                "X does not look like the matrix the prebuilt graph was built on: some of "
-                "its rows differ (each scaled to unit length). If X's rows were reordered or "
-                "are other documents, the graph joins the wrong rows; pass the X the graph "
-                "was built on, in the same row order.", UserWarning,
-                stacklevel=user_stacklevel())
+        check_prebuilt_graph(graph, X)
         return graph
     return graph.fit(X)
 

@@ -21,7 +21,7 @@ from ..solvers._problem import pm1_targets
 from ..solvers.emr import (combined_laplacian_matvec, emr_alternate,
                            laplacian_quadratic_forms)
 from ._base import (ROW_NORM_WARNING, LinearLapClassifier, check_in_memory,
-                    check_labeled_nonempty, check_predict_X, default_graph, labeled_score,
+                    check_labeled_nonempty, check_prebuilt_graph, check_predict_X, default_graph, labeled_score,
                     nonempty_rows, row_squared_norms, scaled_gamma_A, scaled_gamma_I,
                     store_params)
 
@@ -48,6 +48,9 @@ MOVING_STEP_CG_ITER = 10
 #: at 1e-3 on PCMAC, synthetic and subjects; μ as in bench/RESULTS.md, 'EMR's cost').
 FIRST_STEP_TOL_FACTOR = 10
 FIRST_STEP_TOL_MAX = 1e-2
+#: A kernel base's ``stop_reason_`` when its PCG early stopping ended the fit: that f is
+#: no minimiser of J over f (see EMRClassifier)
+EARLY_STOP_REASONS = frozenset(("stability", "validation", "mixed"))
 
 _GRID_KEYS = ("n_neighbors", "weight", "heat_sigma", "symmetrize", "normalized", "power")
 # the parameters a subgraph / Laplacian view can change without a new neighbour search
@@ -103,6 +106,8 @@ def candidate_graphs(X, candidates, graph=None):
         for spec in specs:  # every setting (a power of 10**30 ...) before any search
             check_graph_params(spec)
         if getattr(base, "adjacency_", None) is not None:
+            check_prebuilt_graph(base, X, "The search graph (graph=)",
+                                 "build it on the X passed to fit, or pass it unfitted.")
             return _views_of(base, specs), 0.0
         return _from_unfitted(X, specs, n)
     if isinstance(candidates, KNNGraph):
@@ -114,10 +119,13 @@ def candidate_graphs(X, candidates, graph=None):
         if not isinstance(g, KNNGraph):
             raise ValueError(f"candidates must be KNNGraph objects, got {type(g).__name__}.")
     fitted = [getattr(g, "adjacency_", None) is not None for g in candidates]
-    for g, f in zip(candidates, fitted):
-        if f and g.n_samples_fit_ != n:
-            raise ValueError(f"A candidate graph was built on {g.n_samples_fit_} rows but X "
-                             f"has {n}; build the graphs on the X passed to fit.")
+    checked = []  # the rows' fingerprints already checked: views of one graph share it
+    for g in (g for g, f in zip(candidates, fitted) if f):
+        fingerprint = getattr(g, "rows_fingerprint_", None)
+        if g.n_samples_fit_ != n or fingerprint not in checked:
+            check_prebuilt_graph(g, X, "A candidate graph",
+                                 "build the graphs on the X passed to fit.")
+            checked.append(fingerprint)
     unfitted = [g for g, f in zip(candidates, fitted) if not f]
     for g in unfitted:
         check_graph_params(g)
@@ -250,21 +258,32 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
     (b) μ by the pairwise closed-form updates of seed 002 eq. 10 on
         ``S_k = γ_I s_k Σ_c f_cᵀ L_k^{p_k} f_c`` (exact minimisation of eq. 4);
 
-    until μ has settled: a μ step, right after an f step solved to the base estimator's
-    ``tol``, lowers J by less than ``tol`` times J's terms in μ (Σ_k μ_k S_k + γ_R‖μ‖²;
-    J's loss can dwarf them) — or until ``max_iter`` f steps, the last solved to the
-    base's ``tol``. The other f steps are partial (μ needs S_k to a few digits only):
-    solved to 10× the base's ``tol`` (``LOOSE_TOL_FACTOR``) but never more loosely than
-    1e-3 (``LOOSE_TOL_MAX``: a looser step can meet its tolerance without moving f after
-    μ moved, and μ stalls near uniform). With a LapRLS base (and no ``class_prior``) the
-    first step, cold at uniform μ, is solved to 10× that, at most 1e-2
-    (``FIRST_STEP_TOL_FACTOR``), and the later ones stop after at most 10 CG iterations
-    (``MOVING_STEP_CG_ITER``): on the corpora of ``bench/emr.py`` μ comes out within
-    0.015 of where steps solved to 1e-3 put it, in 18–34 % less time. When a μ step
-    settles on a partial f, the next f step, at that μ, is solved to the base's ``tol``
-    and checked by one more μ step. Each μ step is exact and each warm-started f step lowers J over f,
-    so J does not increase (the kernel solvers' early stopping is not a minimisation:
-    there only up to their tolerance).
+    until μ has settled. The f steps until μ first settles are partial (μ needs S_k to a
+    few digits only): solved to 10× the base's ``tol`` (``LOOSE_TOL_FACTOR``) but never
+    more loosely than 1e-3 (``LOOSE_TOL_MAX``: a looser step can meet its tolerance
+    without moving f after μ moved, and μ stalls near uniform). With a LapRLS base (and
+    no ``class_prior``) the first step, cold at uniform μ, is solved to 10× that, at
+    most 1e-2 (``FIRST_STEP_TOL_FACTOR``), and the later ones stop after at most 10 CG
+    iterations (``MOVING_STEP_CG_ITER``): on the corpora of ``bench/emr.py`` μ comes out
+    within 0.015 of where steps solved to 1e-3 put it, in 18–34 % less time. μ counts as
+    settled when a μ step lowers J by at most ``tol`` times J's terms in μ
+    (Σ_k μ_k S_k + γ_R‖μ‖²; J's loss can dwarf them). The f step after the first settled
+    μ step, at that μ, is solved to the base's ``tol`` and ``max_iter``, and so is every
+    later f step (back at the loose tolerance a step would often meet it without moving
+    f: a wasted fit) — but with a base ``tol`` above 1e-3, looser than the partial steps',
+    the steps after one that μ does not settle on are partial again until μ settles. The
+    μ step after each f step solved to the base's ``tol`` checks it: EMR stops there
+    (``converged_``), at that μ and that f, when μ is settled and that f step was a
+    minimisation of J over f — or, for a step that the kernel PCG solver's early
+    stopping ended (``stop_reason_`` 'stability', 'validation' or 'mixed': no minimiser,
+    and while μ barely moves each further step still lowers J and shifts μ), when that
+    step also lowered J by at most ``tol`` times J's terms in f (its loss, ambient and
+    graph terms: J less γ_R‖μ‖²). Otherwise μ takes its step and the alternation goes
+    on, until ``max_iter`` f steps (the last solved to the base's ``tol``;
+    ``converged_`` False). (With one candidate EMR is one base fit.) Each μ step is
+    exact and each warm-started f step lowers J over f (CG, early-stopped or not, and
+    the Newton line searches only decrease their objective from their start), so J does
+    not increase.
 
     Parameters
     ----------
@@ -298,7 +317,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         f (uniform μ), then fixed.
     tol : float, default=1e-3
         Decrease of J by a μ step, relative to J's terms in μ, below which μ counts as
-        settled (see above).
+        settled; and by an early-stopped f step, relative to J's terms in f, below which
+        f does (see above).
     max_iter : int, default=10
         Maximum number of f steps (base fits).
     verbose : int, default=0
@@ -323,6 +343,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
     n_iter_ : int
         f steps (base fits).
     converged_ : bool
+        Whether EMR stopped by its rule (see above) before ``max_iter`` f steps (if
+        not, the fit warns: ConvergenceWarning).
     classes_, transduction_, n_features_in_
         Those of ``estimator_`` (and ``coef_``, ``intercept_`` for a linear base).
     fit_time_ : dict
@@ -353,8 +375,8 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             loss = "squared"
         elif isinstance(est, LapSVMClassifier):
             loss = est.loss
-        else:
-            loss = "squared_hinge"
+        else:  # the dual solver fits seed 001's hinge, the primal ones its square
+            loss = "hinge" if est.solver == "dual" else "squared_hinge"
         return est, loss, isinstance(est, (KernelLapRLSClassifier, KernelLapSVMClassifier))
 
     def _check_params(self):
@@ -473,6 +495,9 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         def smoothness(e):
             return gamma_I * scales * laplacian_quadratic_forms(steps, m, fit_state["F"])
 
+        def is_minimiser(e):  # early stopping ends a PCG fit short of the minimiser
+            return getattr(e, "stop_reason_", None) not in EARLY_STOP_REASONS
+
         def report(it, mu, J):
             print(f"[EMR] iteration {it}: J = {J:.6g}, mu = {np.round(mu, 3)}",
                   file=sys.stderr)
@@ -481,16 +506,28 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         gamma_R = self.gamma_R if isinstance(self.gamma_R, str) else float(self.gamma_R)
         res = emr_alternate(solve_f, smoothness, m, gamma_R=gamma_R, tol=self.tol,
                             max_iter=self.max_iter,
-                            callback=report if self.verbose else None)
+                            callback=report if self.verbose else None,
+                            is_minimiser=is_minimiser if kernel else None,
+                            # a base tol looser than loose_tol: loose steps again
+                            stay_final=base_tol <= loose_tol)
         t_fits = time.perf_counter() - t0
+        problems = []  # one warning for both
         if fit_state.get("unconverged"):
             tols = ", ".join(f"{t:g}" for t in sorted(set(fit_state["unconverged"])))
-            warnings.warn(f"EMR: {len(fit_state['unconverged'])} of its f steps while mu "
-                          f"moved did not converge to their tol={tols} (min("
-                          f"{LOOSE_TOL_FACTOR} x the estimator's tol, {LOOSE_TOL_MAX:g})"
-                          f"{f'; the first {first_tol:g}' if capped else ''}) "
-                          f"within the estimator's max_iter={est.max_iter}; mu may be "
-                          f"inaccurate: increase max_iter.", ConvergenceWarning, stacklevel=2)
+            problems.append(
+                f"{len(fit_state['unconverged'])} of its f steps while mu moved did not "
+                f"converge to their tol={tols} (min({LOOSE_TOL_FACTOR} x the estimator's "
+                f"tol, {LOOSE_TOL_MAX:g}){f'; the first {first_tol:g}' if capped else ''}) "
+                f"within the estimator's max_iter={est.max_iter}: increase the estimator's "
+                f"max_iter")
+        if not res.converged:
+            problems.append(f"it stopped at max_iter={self.max_iter} f steps before its "
+                            f"rule (tol={self.tol:g}) was met: increase EMRClassifier's "
+                            f"max_iter")
+        if problems:
+            warnings.warn(f"EMR: {'; '.join(problems)}. mu (now "
+                          f"{np.array2string(res.mu, precision=3)}) may be inaccurate.",
+                          ConvergenceWarning, stacklevel=2)
         est = res.solution
         est.set_params(warm_start=base.warm_start)  # its last f step was at base_tol
         self.estimator_ = est

@@ -168,9 +168,10 @@ class EMRResult:
     n_iter : int
         f steps, the final one included.
     converged : bool
-        Whether the last μ step, after a final f step, left μ settled. (With f steps
-        that are not minimisations, such as a kernel base's early stopping, J may still
-        fall over later f steps.)
+        Whether the alternation stopped by its rule (see :func:`emr_alternate`): the
+        last μ step, after a final f step, left μ settled — and, when that f step was
+        not a minimisation (``is_minimiser``), the f step itself lowered J by little.
+        False when it ran to ``max_iter``.
     """
 
     def __init__(self, solution, mu, smoothness, gamma_R, objective, n_iter, converged):
@@ -184,7 +185,7 @@ class EMRResult:
 
 
 def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=20,
-                  callback=None):
+                  callback=None, is_minimiser=None, stay_final=True):
     """Alternate the f step and the μ step of ensemble manifold regularization.
 
     Starting from ``μ = 1/m`` (seed 002 §2.1): (a) ``solve_f(μ, previous, final)``
@@ -194,19 +195,30 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     updated by :func:`update_mu`. J(f, μ) = base + μ·S + γ_R‖μ‖² is recorded after each
     μ step and each f step.
 
-    The f steps are called with ``final=False`` and may be solved loosely (EMRClassifier:
-    to 10× its base's tolerance, at most 1e-3; with a LapRLS base the first to 10× that,
-    at most 1e-2, the later ones cut at 10 CG iterations: μ needs S only to a few
-    digits, and each step starts from the last) until a μ step lowers J by less than
-    ``tol`` times J's terms in μ, μ·S + γ_R‖μ‖² (relative to J, whose loss can dwarf
-    them, an f far from its minimiser would pass for settled μ). The next f step, at
-    that μ, is called with ``final=True`` and solved to the base solver's own
-    tolerance, and one more μ step checks it: if μ still moves, the alternation goes
-    on; if not, it stops at that μ and that f (``converged``). The ``max_iter``-th f
-    step is a final one too (with ``m == 1`` or ``max_iter == 1``, the first). Each μ
-    step is exact and each f step, warm-started, lowers J over f (CG and the Newton
-    line searches only decrease their objective from the start), so J does not
-    increase.
+    The f steps are called with ``final=False`` and may be solved loosely
+    (EMRClassifier: to 10× its base's tolerance, at most 1e-3; with a LapRLS base the
+    first to 10× that, at most 1e-2, the later ones cut at 10 CG iterations: μ needs S
+    only to a few digits, and each step starts from the last) until μ *settles*: a μ
+    step lowers J by at most ``tol`` times J's terms in μ, μ·S + γ_R‖μ‖² (relative to J,
+    whose loss can dwarf them, an f far from its minimiser would pass for settled μ).
+    The next f step, at that μ, is called with ``final=True`` (solved to the base
+    solver's own tolerance), and with ``stay_final`` (the default) so is every later
+    one: back at a looser tolerance a warm-started step would often meet it without
+    moving f — a no-op fit, and a μ step that changes nothing. (Without it, for final
+    steps looser than the others, the steps after a final one that μ does not settle on
+    are called with ``final=False`` again until μ settles.) The μ step after each final
+    f step checks it: the alternation stops (``converged``), at that μ and that f, when
+    μ is settled and either that f step minimises J over f (``is_minimiser(result)``; by
+    default every step does) or it lowered J by at most ``tol`` times J's terms in f,
+    base + μ·S. (An early-stopped f step — a kernel base's 'stability' check — is no
+    minimiser: f can be far from the minimiser over f while μ barely moves, each further
+    f step lowering J and shifting S; its own decrease is then what tells that f, too,
+    has settled.) Otherwise μ takes its step and the alternation goes on. The
+    ``max_iter``-th f step is a final one too (with ``m == 1`` or ``max_iter == 1``, the
+    first), and the alternation ends after it without a check (not ``converged``, except
+    for ``m == 1``). Each μ step is exact and each f step, warm-started, lowers J over f
+    (CG and the Newton line searches only decrease their objective from the start), so J
+    does not increase.
 
     Parameters
     ----------
@@ -220,11 +232,18 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
         so that every later step decreases the same J.
     tol : float, default=1e-3
         Decrease of J by a μ step, relative to μ·S + γ_R‖μ‖², below which μ counts as
-        settled.
+        settled; and by a non-minimising final f step, relative to base + μ·S, below
+        which f does.
     max_iter : int, default=20
         Most f steps, the final one included.
     callback : callable, optional
         ``callback(iteration, mu, objective)`` after each f step but the first.
+    is_minimiser : callable ``result -> bool``, optional
+        Whether that f step's result minimises J over f at its μ (to the solver's
+        tolerance); None: every f step does.
+    stay_final : bool, default=True
+        Whether every f step after the first final one is final too (right when the
+        final steps are solved at least as tightly as the others).
 
     Returns
     -------
@@ -253,13 +272,23 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
         # μ settled for this f — relative to the terms it changes, not to J, whose loss
         # can dwarf them
         settled = bool(objective[-1] - J_mu <= tol * max(mu_part, np.finfo(float).tiny))
-        if settled and final:  # and f is solved to the base's tol: done, at this μ
-            converged = True
-            break
+        if settled and final:  # and f is solved to the base's tol: done, at this μ ...
+            # ... if f minimises J at μ; an early-stopped f is no minimiser, and μ can
+            # settle while each further f step still lowers J and shifts S: there the
+            # f step's own decrease must be small too, relative (as μ's is to μ's
+            # terms) to the terms of J it changes, base + μ·S — it is J less γ_R‖μ‖²
+            f_part = objective[-1] - gamma_R * float(mu @ mu)
+            if (is_minimiser is None or is_minimiser(result)
+                    or objective[-2] - objective[-1]
+                    <= tol * max(f_part, np.finfo(float).tiny)):
+                converged = True
+                break
         mu = mu_next
         # settled on a loose f: the next step, at this μ, is solved to the base's tol
-        # and checked by one more μ step; or the last step the budget allows
-        final = settled or n_iter + 1 == max_iter
+        # and checked by one more μ step; once a step is, every later one is (back at
+        # a looser tol, a step often meets it without moving f: a no-op fit); and
+        # the last step the budget allows
+        final = (final and stay_final) or settled or n_iter + 1 == max_iter
         result, base = solve_f(mu, result, final)
         n_iter += 1
         S = np.asarray(smoothness(result), dtype=np.float64)
