@@ -6,11 +6,14 @@ references of
 written out independently here (M = L^p dense): the primal QP in (α, b, ξ) solved by
 SLSQP, the KKT conditions, libsvm with γ_I = 0, and the primal Newton LapSVM."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from reference import blobs, random_design, random_laplacian
 from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.svm import SVC
 
@@ -255,3 +258,51 @@ def test_duplicated_labeled_rows_reach_the_primal_minimum(sparse):
         y, a, b = Y[:, col], sol.dual_coef[col], sol.intercept[col]
         _, J_ref = primal_reference(K, M, rows, y, gA, gI * s)
         np.testing.assert_allclose(hinge_J(K, M, rows, y, a, b, gA, gI * s), J_ref, rtol=1e-6)
+
+
+# -- the duality gap: the certificate of the returned model ------------------------------
+def ill_conditioned(case, seed=1, n=80):
+    """Problems the dual cannot solve in floating point: rows of norm 1e6 under the
+    linear kernel (K ~ 1e12 against γ_A = 1e-4), a Laplacian power of 100 (‖L^p‖ ~ 2^100),
+    a polynomial kernel of degree 40."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 6))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    Lm = random_laplacian(n, rng, normalized=True)
+    rows = np.sort(rng.choice(n, 20, replace=False))
+    Y = np.where(X[rows] @ rng.standard_normal(6) > 0, 1.0, -1.0)
+    M = np.linalg.matrix_power(Lm, 100 if case == "power" else 2)
+    op = {"linear": lambda: GramOperator(X * 1e6, kernel="linear"),
+          "power": lambda: GramOperator(X, kernel="rbf", gamma=0.5),
+          "poly": lambda: GramOperator(X, kernel="poly", gamma=1.0, degree=40)}[case]()
+    return op, M, rows, Y, 1 / np.trace(Lm)
+
+
+@pytest.mark.parametrize("case", ["linear", "power", "poly"])
+def test_a_model_worse_than_the_zero_model_is_refused(case):
+    # These returned models with J from 4 to 1e14 (the zero model's J is 1): silently
+    # for the linear kernel, with only "increase max_iter" warnings for the others.
+    op, M, rows, Y, s = ill_conditioned(case)
+    with pytest.raises(ValueError, match="worse than the zero model.*normalise the rows"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # CG / QP iteration limits
+            kernel_lapsvm_dual(op.matvec, Y, rows, lambda F: M @ F, n_samples=80,
+                               gamma_A=1e-4, gamma_I=100.0, scale=s)
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_duality_gap_bounds_the_distance_to_the_minimum(normalized):
+    # J − D(β) ≥ J − min J: tiny on a well-posed problem (also through the penalised bias
+    # of the normalised Laplacian), and above gap_tol it is reported
+    P = problem(False, normalized)
+    K, M, rows, Y = P["K"], P["M"], P["rows"], P["Y"]
+    gA, gI = 1e-3, 0.1
+    kw = dict(n_samples=K.shape[0], gamma_A=gA, gamma_I=gI, scale=P["s"])
+    sol = kernel_lapsvm_dual(P["op"].matvec, Y, rows, lambda F: M @ F, **kw)
+    np.testing.assert_allclose(sol.history[0], sol.dual_value + sol.gap, rtol=1e-12)
+    assert np.all(sol.gap > -1e-7) and np.all(sol.gap < 1e-6)
+    y = Y[:, 0]
+    _, J_ref = primal_reference(K, M, rows, y, gA, gI * P["s"])
+    assert sol.dual_value[0] <= J_ref + 1e-7 <= sol.history[0, 0] + 2e-7
+    with pytest.warns(ConvergenceWarning, match="did not reach the minimiser within gap_tol"):
+        kernel_lapsvm_dual(P["op"].matvec, Y, rows, lambda F: M @ F, gap_tol=1e-14, **kw)

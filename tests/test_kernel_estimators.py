@@ -1,6 +1,8 @@
 """KernelLapSVMClassifier / KernelLapRLSClassifier: estimator conventions, solvers agree,
 early stopping on the two moons of seed 003 Figure 3, memory refusal."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -236,3 +238,128 @@ def test_auto_solver_falls_back_to_pcg_within_the_budget():
     assert clf.solver_ == "pcg"
     with pytest.raises(ValueError, match="solver='pcg'"):
         KernelLapRLSClassifier(graph=g, solver="direct", memory_budget=200_000).fit(X, y)
+
+
+# -- ill-conditioned dense solves and the row-norm warnings ---------------------------------
+def gaussian_rows(n=80, seed=1):
+    """Unit rows in 6 dimensions, classes by a linear rule, 10 labeled rows per class, and
+    a kNN graph (cosine: the same for the rows scaled by any factor)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 6))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    truth = (X @ rng.standard_normal(6) > 0).astype(int)
+    y = np.full(n, -1)
+    for c in (0, 1):
+        y[np.flatnonzero(truth == c)[:10]] = c
+    return X, truth, y, KNNGraph(n_neighbors=6, power=2, algorithm="exact").fit(X)
+
+
+def linear_kernel_J(clf, X, y, g, loss):
+    """J of a fitted linear-kernel model, and min J over the same problem written in
+    feature space on the rows X / m (m their norm): (w, b) by L-BFGS, γ_A / m²."""
+    from scipy.optimize import minimize
+
+    rows = np.flatnonzero(y != -1)
+    t = np.where(y[rows] == clf.classes_[1], 1.0, -1.0)
+    M = g.laplacian_matvec(np.eye(X.shape[0]))
+    c = clf.gamma_I * g.scale_
+
+    def J(f, ridge):
+        o = f[rows]
+        e = np.where(t * o < 1, o - t, 0.0) if loss == "squared_hinge" else o - t
+        return np.mean(e * e) + ridge + c * f @ M @ f, e
+
+    a = clf.dual_coef_[0]
+    K = X @ X.T
+    J_fit = J(K @ a + clf.intercept_[0], clf.gamma_A * a @ K @ a)[0]
+    m = np.linalg.norm(X[0])
+    Xu, gA = X / m, clf.gamma_A / m ** 2
+
+    def fun(z):
+        f = Xu @ z[:-1] + z[-1]
+        value, e = J(f, gA * z[:-1] @ z[:-1])
+        gf = 2 * c * M @ f
+        gf[rows] += 2 * e / rows.size
+        return value, np.r_[Xu.T @ gf + 2 * gA * z[:-1], gf.sum()]
+
+    J_min = minimize(fun, np.zeros(X.shape[1] + 1), jac=True, method="L-BFGS-B",
+                     options=dict(maxiter=10000, ftol=1e-16, gtol=1e-14)).fun
+    return J_fit, J_min
+
+
+@pytest.mark.parametrize("scale,gamma_A", [(1e6, 1e-4), (1.0, 1e-16)])
+@pytest.mark.parametrize("Est,solver,loss", [(KernelLapRLSClassifier, "auto", "squared"),
+                                             (KernelLapSVMClassifier, "newton", "squared_hinge")])
+def test_dense_solvers_finish_an_ill_conditioned_fit_by_pcg(scale, gamma_A, Est, solver, loss):
+    # rows of norm 1e6 under the linear kernel (or unit rows with gamma_A = 1e-16): the
+    # dense solve returned a model far from the minimiser (56 % or 50 % on its own labeled
+    # rows) with no warning, or only "increase max_iter"
+    from scipy.linalg import LinAlgWarning
+
+    X, truth, y, g = gaussian_rows()
+    X = X * scale
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = Est(gamma_A, 1.0, kernel="linear", solver=solver, graph=g).fit(X, y)
+    J_fit, J_min = linear_kernel_J(clf, X, y, g, loss)
+    assert abs(J_fit - J_min) < 1e-7
+    lab = y != -1
+    assert np.all(clf.predict(X[lab]) == y[lab])
+    kinds = [w.category for w in caught]
+    assert LinAlgWarning in kinds and clf.solver_ == "pcg" and clf.stop_reason_ == "tol"
+    assert any("Solved by PCG" in str(w.message) for w in caught)
+    # the row-norm warning tells why, for the rows of norm 1e6
+    assert (UserWarning in kinds) == (scale != 1.0)
+
+
+def test_dual_refuses_an_ill_conditioned_fit_and_names_the_remedies():
+    X, truth, y, g = gaussian_rows()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the rows' norm
+        with pytest.raises(ValueError, match="worse than the zero model.*normalise the rows"):
+            KernelLapSVMClassifier(kernel="linear", solver="dual", graph=g).fit(X * 1e6, y)
+
+
+def test_dense_fit_with_a_huge_laplacian_power_warns_that_it_is_not_the_minimiser():
+    # graph power 100 (accepted): the closed form returned J above the zero model's, at
+    # 50 % on its own labeled rows, silently
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, truth, y, _ = gaussian_rows()
+    g = KNNGraph(n_neighbors=6, power=100, algorithm="exact").fit(X)
+    with pytest.warns(ConvergenceWarning, match="not the minimiser of J"):
+        clf = KernelLapRLSClassifier(graph=g, max_iter=200).fit(X, y)
+    assert clf.solver_ == "pcg" and clf.stop_reason_ == "max_iter" and clf.n_iter_ == 200
+
+
+def test_row_norm_warnings_of_the_kernel_classifiers():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    X, truth, y, g = gaussian_rows()
+    # scaled rows: with the linear kernel gamma_A acts as gamma_A / m² (solver='pcg': at
+    # this scale the closed form would add a LinAlgWarning)
+    with pytest.warns(UserWarning, match="norms around 1e\\+03.*acts as 1e-10"):
+        KernelLapRLSClassifier(kernel="linear", solver="pcg", graph=g).fit(X * 1e3, y)
+    # rows of unequal norms: the graph term compares x·w-like decision values (with the
+    # linear kernel their median, 2.6, warns too)
+    uneven = X * np.linspace(0.2, 5, X.shape[0])[:, None]
+    for kernel in ("linear", "poly"):
+        with pytest.warns(UserWarning) as record:
+            KernelLapRLSClassifier(kernel=kernel, graph=g).fit(uneven, y)
+        messages = [str(w.message) for w in record]
+        assert any(m.startswith("The rows of X are not normalised") for m in messages)
+        assert any("norms around 2.6" in m for m in messages) == (kernel == "linear")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # the RBF kernel compares distances: no warning on either
+        KernelLapRLSClassifier(graph=g).fit(uneven, y)
+        KernelLapRLSClassifier(graph=g).fit(X * 1e3, y)
+        # unit-norm TF-IDF rows: none with any kernel
+        docs = [f"alpha beta {w} gamma {w}{i % 3}" for i, w in
+                enumerate(["delta", "epsilon", "zeta", "eta"] * 10)]
+        T = TfidfVectorizer().fit_transform(docs)
+        labels = np.full(len(docs), -1)
+        labels[:4] = [0, 1, 0, 1]
+        gt = KNNGraph(n_neighbors=5).fit(T)
+        for kernel in ("linear", "poly", "rbf"):
+            KernelLapRLSClassifier(kernel=kernel, graph=gt).fit(T, labels)

@@ -433,3 +433,107 @@ def test_pcg_warm_start_residual_is_relative_to_the_gradient_at_zero(fit_interce
     # the start's residual on the same scale: the cold run's last, above 1e-5
     gbi, gi = gradient(cold.dual_coef[0], cold.intercept[0])
     assert cold.residual == pytest.approx(np.sqrt((gbi ** 2 + gi @ K @ gi) / norm0), rel=1e-6)
+
+
+# -- ill-conditioned dense systems: checked, finished by PCG, never returned silently --------
+def linear_kernel_problem(n=80, seed=1, scale=1e6):
+    """The linear kernel on Gaussian rows scaled to norm ``scale``: well-posed in feature
+    space (the (d+1)-variable problem has condition ~7), but K ~ scale² against γ_A l
+    makes the (n+1)² system of the dense solvers hopeless in float64."""
+    rng = np.random.default_rng(seed)
+    Xu = rng.standard_normal((n, 6))
+    Xu /= np.linalg.norm(Xu, axis=1, keepdims=True)
+    Lm = random_laplacian(n, rng, normalized=True)
+    rows = np.sort(rng.choice(n, 20, replace=False))
+    y = np.where(Xu[rows] @ rng.standard_normal(6) > 0, 1.0, -1.0)
+    K = (Xu * scale) @ (Xu * scale).T
+    return Xu, K, Lm @ Lm, rows, y, 1 / np.trace(Lm)
+
+
+def feature_space_minimum(Xu, M, rows, y, gA, c, loss):
+    """min J of the linear kernel on the unit rows Xu, written in feature space:
+    (1/l)ΣV + γ_A‖w‖² + c fᵀMf with f = Xu w + b (αᵀKα = ‖w‖² for w = Xuᵀα), by L-BFGS
+    on the d + 1 variables — well conditioned whatever γ_A."""
+    d, l = Xu.shape[1], len(rows)
+
+    def fun(z):
+        f = Xu @ z[:d] + z[d]
+        o = f[rows]
+        e = np.where(y * o < 1, o - y, 0.0) if loss == "squared_hinge" else o - y
+        Mf = M @ f
+        gf = 2 * c * Mf
+        gf[rows] += 2 * e / l
+        return (np.mean(e * e) + gA * z[:d] @ z[:d] + c * f @ Mf,
+                np.r_[Xu.T @ gf + 2 * gA * z[:d], gf.sum()])
+
+    return minimize(fun, np.zeros(d + 1), jac=True, method="L-BFGS-B",
+                    options=dict(maxiter=10000, ftol=1e-16, gtol=1e-14)).fun
+
+
+@pytest.mark.parametrize("scale,gA", [(1e6, 1e-4), (1.0, 1e-16)])
+@pytest.mark.parametrize("loss", ["squared", "squared_hinge"])
+def test_ill_conditioned_dense_solve_is_finished_by_pcg_at_the_minimum(scale, gA, loss):
+    # rows of norm 1e6 under the linear kernel, or unit rows with γ_A = 1e-16: the same
+    # problem (K ~ scale² acts as γ_A / scale²). The unchecked LU solve returned J up to
+    # 0.2 above the minimum (half the labeled rows misclassified) with no warning
+    # ('direct') or only "increase max_iter" ('newton').
+    from scipy.linalg import LinAlgWarning
+
+    Xu, K, M, rows, y, s = linear_kernel_problem(scale=scale)
+    gI = 1.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sol = kernel_newton(K, y, rows, lambda F: M @ F, gamma_A=gA, gamma_I=gI, scale=s,
+                            loss=loss)
+    a, b = sol.dual_coef[0], sol.intercept[0]
+    J = dense_J(K, M, rows, y, a, b, gA, gI, s, loss)
+    J_min = feature_space_minimum(Xu, M, rows, y, gA * scale ** -2, gI * s, loss)
+    assert abs(J - J_min) < 1e-8
+    np.testing.assert_allclose(sol.decision[:, 0], K @ a + b, atol=1e-9)
+    assert [w.category for w in caught] == [LinAlgWarning]
+    assert "not accurate on this problem" in str(caught[0].message)
+    assert "Solved by PCG" in str(caught[0].message)
+    assert sol.converged and sol.stop_reason == "tol"
+    from linlap.solvers.kernel_newton import relative_gradient
+
+    kw = dict(gamma_A=gA, gamma_I=gI, scale=s, loss=loss)
+    assert relative_gradient(K, y, rows, lambda F: M @ F, a, b, **kw)[0] <= 1e-6
+
+
+def test_dense_solve_that_pcg_cannot_finish_either_says_it_is_not_the_minimiser():
+    # a Laplacian power of 100 (accepted by KNNGraph): ‖M‖ ~ 2^100. The unchecked closed
+    # form returned a model worse than the zero model, silently.
+    P = problem(False, True, seed=3, n=50, l=14)
+    Lm = np.linalg.matrix_power(P["M"], 50)  # P["M"] = L², so this is L^100
+    y = P["Y"][:, 0]
+    kw = dict(gamma_A=1e-4, gamma_I=100.0, scale=P["s"], loss="squared")
+    with pytest.warns(ConvergenceWarning, match="not the minimiser of J"):
+        sol = kernel_newton(P["K"], y, P["rows"], lambda F: Lm @ F, **kw)
+    assert not sol.converged and sol.stop_reason == "max_iter" and sol.n_iter == 1000
+    # PCG from zero only descends: never worse than the zero model (J = mean y² = 1)
+    J = dense_J(P["K"], Lm, P["rows"], y, sol.dual_coef[0], sol.intercept[0], kw["gamma_A"],
+                kw["gamma_I"], P["s"], "squared")
+    assert J <= 1.0
+
+
+@pytest.mark.parametrize("loss", ["squared", "squared_hinge"])
+def test_well_conditioned_dense_solves_pass_the_check_unchanged(loss):
+    # relative_gradient is PCG's residual (σ = mean diag K = 1 for the RBF kernel); the
+    # dense solves of ordinary problems are far below the threshold and warn nothing
+    from linlap.solvers.kernel_newton import relative_gradient
+
+    P = problem(False, True, seed=4)
+    kw = dict(gamma_A=1e-3, gamma_I=0.3, scale=P["s"], loss=loss)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sol = kernel_newton(P["K"], P["Y"], P["rows"], P["Lmv"], **kw)
+    assert sol.stop_reason == ("direct" if loss == "squared" else "newton")
+    rel = relative_gradient(P["K"], P["Y"], P["rows"], P["Lmv"], sol.dual_coef,
+                            sol.intercept, **kw)
+    assert np.all(rel < 1e-10)
+    pcg = kernel_pcg(P["op"].matvec, P["Y"], P["rows"], P["Lmv"], n_samples=70, tol=1e-4,
+                     max_iter=500, **kw)
+    rel = relative_gradient(P["K"], P["Y"], P["rows"], P["Lmv"], pcg.dual_coef,
+                            pcg.intercept, **kw)
+    # (PCG carries f and L^p f along its iterations: the last digits drift)
+    assert rel.max() == pytest.approx(pcg.residual, rel=1e-2)

@@ -11,6 +11,7 @@ which scale to millions of documents.
 
 import numbers
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,13 +20,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import (check_extreme_values, check_flags, check_graph_param,
                            check_nonnegative, check_positive_int, check_tol, check_verbose,
-                           is_int)
+                           is_int, user_stacklevel)
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.kernel_newton import kernel_newton
 from ..solvers.kernel_pcg import EARLY_STOPPING, kernel_pcg
-from ._base import (SemiSupervisedMixin, check_finite_scores, check_finite_solution,
-                    store_params)
+from ._base import (UNIT_NORM_RANGE, SemiSupervisedMixin, check_finite_scores,
+                    check_finite_solution, check_row_norms, row_squared_norms, store_params)
 from ..solvers.kernel_dual import dual_workspace_bytes, kernel_lapsvm_dual
 
 __all__ = ["KernelLapSVMClassifier", "KernelLapRLSClassifier"]
@@ -43,6 +44,41 @@ def _resolve_gamma(gamma, X):
             var = float(X.var())
         return 1.0 / (d * var) if var > 0 else 1.0
     return gamma
+
+
+def check_kernel_row_norms(X, kernel, gamma_A):
+    """The row-norm warnings of the linear classifiers
+    (:func:`~linlap.estimators._base.check_row_norms`), where they mean something here.
+
+    * Linear and polynomial kernels: rows whose norms spread (5th to 95th percentile by
+      more than 2×). The decision values grow with a row's norm under these kernels, as
+      ``x·w`` does for the linear classifiers, so the graph term smooths document length.
+      (The RBF kernel compares distances; it is left alone.)
+    * Linear kernel: the rows' median norm m outside ``UNIT_NORM_RANGE`` (0.7 to 2). K
+      scales with m², which acts as ``gamma_A / m²`` — the defaults were chosen on rows of
+      norm 1 — and rows of large norm make the dense solvers' systems ill-conditioned
+      (rows of norm 1e6 with the default gamma_A: a ridge of 1e-16 on unit rows). (With
+      ``gamma='scale'`` the polynomial kernel does not depend on the rows' scale.)
+
+    Unit rows (TF-IDF's default ``norm='l2'``) never warn; empty rows are ignored.
+    """
+    if kernel not in ("linear", "poly", "polynomial"):
+        return
+    sq = row_squared_norms(X)
+    check_row_norms(sq, False)
+    sq = sq[sq > 0]
+    if kernel != "linear" or sq.size == 0:
+        return
+    mid = float(np.sqrt(np.percentile(sq, 50)))
+    if not UNIT_NORM_RANGE[0] <= mid <= UNIT_NORM_RANGE[1]:
+        warnings.warn(
+            f"The rows of X have norms around {mid:.3g}, and the kernel classifiers' "
+            f"defaults were chosen on rows of norm 1 (TF-IDF's): with kernel='linear' K "
+            f"grows with the square of the rows' norm, so gamma_A={gamma_A:g} acts as "
+            f"{gamma_A / mid ** 2:.3g} would on unit rows, and rows of large norm make the "
+            f"dense solvers' systems ill-conditioned. Normalise the rows "
+            f"(sklearn.preprocessing.Normalizer()), or choose gamma_A for this scale.",
+            UserWarning, stacklevel=user_stacklevel())
 
 
 class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
@@ -123,10 +159,28 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            Besides bad input: ``solver='dual'`` on a problem too ill-conditioned for it
+            (its model would be worse than the zero model; the message names the
+            remedies).
+
+        Warns
+        -----
+        UserWarning
+            With the linear or polynomial kernel, rows of X that are not normalised
+            (:func:`check_kernel_row_norms`).
+        scipy.linalg.LinAlgWarning, sklearn.exceptions.ConvergenceWarning
+            A dense solve ('direct', 'newton') too inaccurate to keep, finished by PCG
+            (see ``solver``); ConvergenceWarning also when a solver stops at its
+            iteration limit.
         """
         t0 = time.perf_counter()
         self._check_params()
         X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(X, y)
+        check_kernel_row_norms(X, self.kernel, self.gamma_A)
         n = X.shape[0]
         solver = self._resolve_solver(n)
         self._check_size(n, solver)
@@ -202,8 +256,12 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
                                      graph.laplacian_matvec, n_samples=n, tol=self.tol,
                                      max_iter=self.max_iter, **common)
         else:
+            # a dense solve found inaccurate is finished by PCG, with a warning
             sol = kernel_newton(gram.dense(), targets, labeled_rows, graph.laplacian_matvec,
-                                tol=1e-9, max_iter=self.max_iter, **common)
+                                tol=1e-9, max_iter=self.max_iter,
+                                fallback_max_iter=self.max_iter, **common)
+            if sol.stop_reason not in ("newton", "direct"):
+                solver = "pcg"
         t_solve = time.perf_counter() - t1
         check_finite_solution(sol.dual_coef, sol.intercept)
 
@@ -304,7 +362,8 @@ _COMMON_DOC = """
         PCG: relative preconditioned gradient norm ``√(∇ᵀP⁻¹∇ / ∇₀ᵀP⁻¹∇₀)`` at which a
         class stops in any mode.
     max_iter : int, default={max_iter}
-        PCG iterations (or Newton steps).
+        PCG iterations (or Newton steps; also the PCG iterations allowed when PCG
+        finishes an inaccurate dense solve).
     memory_budget : int, default=2**31
         Bytes for the n × n Gram matrix: cached in float64 when ``8n²`` fits, else in
         float32 when ``4n²`` fits (products accumulate in float64) — 2 GiB holds
@@ -333,7 +392,8 @@ _COMMON_DOC = """
         'tol', 'stability', 'validation', 'mixed', 'max_iter', 'newton', 'direct' or
         'dual'.
     solver_ : str
-        The solver used.
+        The solver used: 'pcg' also when a dense solve ('direct', 'newton') was found
+        inaccurate and PCG finished the fit (with a warning; see ``solver``).
     transduction_ : ndarray of shape (n_samples,)
         The given label for labeled rows, the prediction for unlabeled ones.
     graph_ : KNNGraph
@@ -372,12 +432,24 @@ class KernelLapSVMClassifier(_KernelLapClassifier):
         solver_doc="'pcg': Algorithm 1 — preconditioned CG with P = blockdiag(1, K), "
                    "Polak–Ribière with restart, exact breakpoint line search, one K product "
                    "per iteration, all classes together. 'newton': §3.1, dense (n+1)² "
-                   "solves (O(n³)), the exact reference for moderate n. 'dual': the original "
+                   "solves (O(n³)), the exact reference for moderate n; each Newton point "
+                   "is checked (its relative gradient, PCG's residual, at most 1e-6) and "
+                   "when the system is too ill-conditioned for that (rows of large norm "
+                   "under the linear or polynomial kernel, a tiny gamma_A, a high "
+                   "Laplacian power) PCG finishes the fit without early stopping, with a "
+                   "LinAlgWarning (a ConvergenceWarning if PCG does not converge either), "
+                   "and ``solver_`` is 'pcg'; see "
+                   ":func:`linlap.solvers.kernel_newton.kernel_newton`. 'dual': the original "
                    "hinge-loss LapSVM of seed 001 (eqs. 9–11) — note the loss is then "
                    "max(0, 1 − y f), not squared — by CG on eq. 11's system (one K "
                    "product per iteration) and the l-variable QP (libsvm); see "
                    ":func:`linlap.solvers.kernel_dual.kernel_lapsvm_dual`. ``tol`` and "
-                   "``max_iter`` are then those of the CG.",
+                   "``max_iter`` are then those of the CG. Its duality gap is checked: "
+                   "above 1e-3 (the zero model's J being 1) fit warns "
+                   "(ConvergenceWarning, with the gap), and when the model is worse than "
+                   "the zero model (J > 1 + 1e-3: a problem too ill-conditioned for the "
+                   "dual) it raises a ValueError that names the remedies — no other "
+                   "solver minimises the hinge loss.",
         es="stability", max_iter=1000)
 
     _solvers = ("pcg", "newton", "dual")
@@ -404,7 +476,12 @@ class KernelLapRLSClassifier(_KernelLapClassifier):
 """ + _COMMON_DOC.format(
         gamma_A=1e-4, gamma_I=100.0, solvers="{'auto', 'direct', 'pcg'}", solver="auto",
         solver_doc="'direct': the closed form — one dense (n+1)² LU solve (O(n³)) "
-                   "with one right-hand side per class. 'pcg': "
+                   "with one right-hand side per class, checked: when its relative gradient "
+                   "(PCG's residual) is above 1e-6 — the system too ill-conditioned for "
+                   "float64: rows of large norm under the linear or polynomial kernel, a "
+                   "tiny gamma_A, a high Laplacian power — PCG finishes the fit from it "
+                   "without early stopping, with a LinAlgWarning (a ConvergenceWarning if "
+                   "PCG does not converge either), and ``solver_`` is 'pcg'. 'pcg': "
                    "Algorithm 1 with the squared loss (line search in closed form). "
                    "'auto': 'direct' for n <= 2000 when its three dense (n+1)² matrices "
                    "fit memory_budget, else 'pcg'.",

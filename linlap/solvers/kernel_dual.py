@@ -57,6 +57,15 @@ The two steps.
 
 α is then eq. 11 by linearity, ``α = (A⁻¹Jᵀ)(y ∘ β) − b u``: the system of eq. 11 is
 the one already solved in step 1.
+
+The check. J of the returned (α, b) is evaluated with ``f = Kα + b`` recomputed, and
+compared with the dual value ``D(β) = Σβ − ½ vᵀ J K A⁻¹ Jᵀ v − b sᵀβ + q b²``
+(``v = y∘β``, ``s = y∘a``; for the free bias and without an intercept the b terms
+vanish), a lower bound on min J. A duality gap above ``gap_tol`` (1e-3; J of the zero
+model is 1) means the model may not be the minimiser (a loose ``tol``, an iteration
+limit, or a problem too ill-conditioned for floating point): a ConvergenceWarning gives
+it; a model worse than the zero model (J > 1 + gap_tol) raises a ValueError that names
+the remedies.
 """
 
 import warnings
@@ -66,6 +75,7 @@ from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
+from .._validation import user_stacklevel
 from ._problem import check_rows_and_targets, check_weights
 from .kernel_pcg import KernelSolution
 
@@ -76,6 +86,11 @@ __all__ = ["DualSolution", "kernel_lapsvm_dual", "dual_system_cg", "dual_workspa
 _BIAS_FREE_RTOL = 1e-9
 #: float64 n-vectors per right-hand side held by the CG of step 1
 _CG_VECTORS = 7
+#: Largest duality gap J − D(β) of :func:`kernel_lapsvm_dual` accepted without a warning,
+#: in units of J (the zero model's J is 1). Well-posed problems give 1e-6 or less at the
+#: default tolerances (libsvm's float32 kernel cache included); the ill-conditioned ones
+#: seen gave models with J from 4 to 1e20.
+DUAL_GAP_TOL = 1e-3
 
 
 class DualSolution(KernelSolution):
@@ -92,6 +107,11 @@ class DualSolution(KernelSolution):
     qp_iter : int
         Iterations of the QP of step 2 (libsvm's, or coordinate-descent sweeps), the
         largest over columns (``n_iter`` holds the CG iterations of step 1).
+    dual_value : ndarray of shape (n_columns,)
+        The dual value D(β), a lower bound on min J (see :func:`kernel_lapsvm_dual`).
+    gap : ndarray of shape (n_columns,)
+        The duality gap ``J − D(β)``: J of the returned model is at most this above
+        the minimum.
     """
 
 
@@ -244,6 +264,63 @@ def _penalised_bias_qp(Q, C, s, kappa, tol, max_iter):
     return state["beta"], b, state["sweeps"], state["ok"]
 
 
+def _dual_value(beta, y, a, G, q, b, C):
+    """A lower bound on the minimum of J from the dual of one column with an intercept:
+    the dual function ``D(β̃) = min_b [Σβ̃ − ½ vᵀGv − b sᵀβ̃ + q b²]`` (``v = y∘β̃``,
+    ``s = y∘a``) at β̃, β moved minimally inside the box ``[0, C]`` so that the returned b
+    is the minimiser (``sᵀβ̃ = 2qb``; for the free bias, q = 0, the equality constraint
+    ``Σ y_i β̃_i = 0``). Evaluated at b itself: with q tiny the closed form
+    ``−(sᵀβ)²/(4q)`` would turn round-off in ``sᵀβ`` into an arbitrarily large
+    penalty. When no such β̃ exists, the dual function at β itself (−inf for q = 0)."""
+    s = y * a
+    r = 2.0 * q * b - s @ beta           # the change of sᵀβ that makes b the minimiser
+    if r != 0.0:
+        room = np.where(s * r > 0, C - beta, beta)   # of each β_i, in the needed direction
+        cap = float(np.abs(s) @ room)
+        if cap < abs(r):
+            v = y * beta
+            if q <= 0:
+                return -np.inf
+            return beta.sum() - 0.5 * v @ (G @ v) - (s @ beta) ** 2 / (4.0 * q)
+        beta = np.clip(beta + np.sign(r) * np.sign(s) * room * (abs(r) / cap), 0.0, C)
+    v = y * beta
+    return beta.sum() - 0.5 * v @ (G @ v) - b * (s @ beta) + q * b * b
+
+
+def _report_gap(J, gap, gap_tol, tol, cg_ok, qp_ok):
+    """A duality gap above ``gap_tol``: a ValueError when the model is worse than the zero
+    model (J of α = 0, b = 0 is 1), else a ConvergenceWarning that gives the gap."""
+    wrong = ~(J < 1.0 + gap_tol)   # (NaN too)
+    worst = int(np.argmax(wrong)) if wrong.any() else \
+        int(np.argmax(np.where(np.isnan(gap), np.inf, gap)))
+    Jw, gw = J[worst], gap[worst]
+    limits = "" if cg_ok and qp_ok else (
+        f" The {'CG of step 1' if not cg_ok else 'QP of step 2'} stopped at its iteration "
+        f"limit.")
+    remedies = ("normalise the rows of X (sklearn.preprocessing.Normalizer(); with the "
+                "linear or polynomial kernel K grows with the square of their norm, which "
+                "acts as gamma_A divided by it), raise gamma_A, lower the Laplacian power (or "
+                "the polynomial kernel's degree), or use solver='pcg' (the squared hinge "
+                "loss)")
+    if wrong.any():
+        # No other solver minimises the hinge loss (PCG and Newton minimise the squared
+        # hinge): nothing to fall back on. A model worse than predicting nothing is a wrong
+        # answer, and an error (which GridSearchCV scores as a failed fit) keeps it out of
+        # use; a warning would be easy to miss.
+        raise ValueError(
+            f"The hinge-loss dual (solver='dual') did not find the minimiser: its model has "
+            f"J = {Jw:.6g}, worse than the zero model's J = 1 (duality gap {gw:.3g}), "
+            f"because the problem is too ill-conditioned for its linear system and QP in "
+            f"floating point (K and the graph term L^p huge against gamma_A).{limits} To "
+            f"fit it, {remedies}.")
+    warnings.warn(
+        f"The hinge-loss dual (solver='dual') did not reach the minimiser within gap_tol="
+        f"{gap_tol:g}: the returned model's J = {Jw:.6g} may be up to {gw:.3g} above it "
+        f"(the duality gap; the zero model's J is 1).{limits} Lower tol (the CG's relative "
+        f"residual, {tol:g}) or raise max_iter; if the problem is ill-conditioned, "
+        f"{remedies}.", ConvergenceWarning, stacklevel=user_stacklevel())
+
+
 def _laplacian_of_ones_is_zero(laplacian_matvec, n):
     rng = np.random.default_rng(0)
     Z = np.column_stack([np.ones(n), rng.choice([-1.0, 1.0], n)])
@@ -253,7 +330,7 @@ def _laplacian_of_ones_is_zero(laplacian_matvec, n):
 
 def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samples,
                        gamma_A, gamma_I, scale, fit_intercept=True, tol=1e-8, max_iter=1000,
-                       qp_tol=1e-6, qp_max_iter=100000):
+                       qp_tol=1e-6, qp_max_iter=100000, gap_tol=DUAL_GAP_TOL):
     """Hinge-loss kernel LapSVM by the dual QP and the linear system (seed 001 eqs. 9–11).
 
     Minimises, per target column, ``(1/l) Σ max(0, 1 − y_i f_i) + γ_A αᵀKα +
@@ -285,13 +362,42 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
         gradient bound of the coordinate descent), in the problem divided by ``2γ_A``.
     qp_max_iter : int
         Sweeps of the coordinate descent (libsvm runs to its own tolerance).
+    gap_tol : float
+        Largest duality gap ``J − D(β)`` of a column accepted without a warning (see the
+        Notes; J of the zero model is 1).
 
     Returns
     -------
     DualSolution
-        ``dual_coef`` (k, n), ``intercept`` (k,), ``decision`` (n, k), ``beta`` (k, l),
-        ``stop_reason='dual'``; ``n_iter`` the CG iterations of step 1; ``history``
-        holds J of each column (one row).
+        ``dual_coef`` (k, n), ``intercept`` (k,), ``decision`` (n, k, ``f = Kα + b``
+        recomputed with one product with K), ``beta`` (k, l), ``stop_reason='dual'``;
+        ``n_iter`` the CG iterations of step 1; ``history`` holds J of each column (one
+        row); ``dual_value`` and ``gap`` the dual value D(β) and ``J − D(β)`` of each.
+
+    Raises
+    ------
+    ValueError
+        When a column's model is worse than the zero model (J > 1 + ``gap_tol``).
+
+    Warns
+    -----
+    ConvergenceWarning
+        When a column's duality gap exceeds ``gap_tol`` otherwise (and, as before, when
+        the CG or the QP stops at its iteration limit).
+
+    Notes
+    -----
+    ``D(β)`` is the dual function at β (the bias condition made exact by the smallest
+    move of β inside the box, see ``_dual_value``), a lower bound on min J, so the gap
+    bounds how far J of the returned model is above the minimum (with D evaluated on the
+    CG's ``A⁻¹Jᵀ``, to about ``tol``). Well-posed problems give 1e-6 or less at the
+    default tolerances (libsvm's float32 kernel cache included); a loose ``tol`` gives
+    more (6.9e-3 at tol = 1e-4 on one problem, whose J was 3.6e-3 above the minimum).
+    When the linear system or the QP cannot be solved accurately in floating point — K
+    or the graph term L^p huge against γ_A, e.g. rows of norm 1e6 under the linear
+    kernel, a Laplacian power of 100, a polynomial kernel of degree 40 — the model was
+    worse than the zero model (J from 4 to 1e20 seen, against 1). No other solver here minimises the hinge loss, so that raises
+    rather than return a wrong model; the message names the remedies.
     """
     n = int(n_samples)
     Y, rows = check_rows_and_targets(n, targets, labeled_rows)
@@ -364,20 +470,33 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
         yb = y * beta
         coefs[col] = Z[:, :l] @ yb - b * u
         intercepts[col] = b
-        F[:, col] = KZ[:, :l] @ yb + b * a
         B[col] = beta
         qp_iter, qp_ok = max(qp_iter, it), qp_ok and ok
     if not qp_ok:
         warnings.warn(f"The dual QP stopped at its iteration limit before qp_tol={qp_tol}.",
                       ConvergenceWarning, stacklevel=2)
-    # J (hinge) of each column at the solution
+    # J (hinge) of each column at the solution, with f = Kα + b recomputed, and the
+    # duality gap J − D(β) ≥ J − min J: the certificate that the model is the minimiser
+    F = np.asarray(kernel_matvec(np.ascontiguousarray(coefs.T)), dtype=np.float64) + intercepts
     J = np.mean(np.maximum(0.0, 1.0 - Y * F[rows]), axis=0)
     J += gamma_A * np.einsum("ij,ji->i", coefs, F - intercepts)
     if c > 0:
         J += c * np.einsum("ij,ij->j", F, np.asarray(laplacian_matvec(F), dtype=np.float64))
+    if fit_intercept:
+        D = np.array([_dual_value(B[col], Y[:, col], a[rows], G, q, intercepts[col], 1.0 / l)
+                      for col in range(k)])
+    else:
+        V = Y * B.T
+        D = B.sum(axis=1) - 0.5 * np.einsum("ij,ij->j", V, G @ V)
+    with np.errstate(invalid="ignore"):
+        gap = J - D
+    if not np.all(gap <= gap_tol):  # (NaN too)
+        _report_gap(J, gap, gap_tol, tol, cg_ok, qp_ok)
     sol = DualSolution(coefs, intercepts, F, cg_iter, bool(cg_ok and qp_ok), "dual",
                        0.0, J[None, :])
     sol.beta = B
     sol.bias_free = bool(bias_free or not fit_intercept)
     sol.qp_iter = qp_iter
+    sol.dual_value = D
+    sol.gap = gap
     return sol
