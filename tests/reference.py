@@ -65,6 +65,20 @@ def random_laplacian(n, rng, *, normalized=False):
     return np.diag(deg) - W
 
 
+def unit_rows_problem(n=80, seed=1):
+    """``(Xu, Lm, rows, y, s)``: Gaussian rows of unit norm in 6 dimensions, a random
+    normalised Laplacian, 20 labeled rows with ±1 targets of a random linear rule, and
+    ``s = 1/trace(Lm)`` — well posed in feature space, for the ill-conditioned kernel
+    problems built on it (large row norms, powers, degrees)."""
+    rng = np.random.default_rng(seed)
+    Xu = rng.standard_normal((n, 6))
+    Xu /= np.linalg.norm(Xu, axis=1, keepdims=True)
+    Lm = random_laplacian(n, rng, normalized=True)
+    rows = np.sort(rng.choice(n, 20, replace=False))
+    y = np.where(Xu[rows] @ rng.standard_normal(6) > 0, 1.0, -1.0)
+    return Xu, Lm, rows, y, 1 / np.trace(Lm)
+
+
 def blobs(n=60, d=8, n_classes=2, seed=0, sparse=True, noise=0.3):
     """Non-negative "documents": each class favours its own block of features."""
     import scipy.sparse as sp

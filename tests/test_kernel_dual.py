@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from reference import blobs, random_design, random_laplacian
+from reference import blobs, random_design, random_laplacian, unit_rows_problem
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import pairwise_kernels
@@ -265,17 +265,12 @@ def ill_conditioned(case, seed=1, n=80):
     """Problems the dual cannot solve in floating point: rows of norm 1e6 under the
     linear kernel (K ~ 1e12 against γ_A = 1e-4), a Laplacian power of 100 (‖L^p‖ ~ 2^100),
     a polynomial kernel of degree 40."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, 6))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    Lm = random_laplacian(n, rng, normalized=True)
-    rows = np.sort(rng.choice(n, 20, replace=False))
-    Y = np.where(X[rows] @ rng.standard_normal(6) > 0, 1.0, -1.0)
+    X, Lm, rows, Y, s = unit_rows_problem(n, seed)
     M = np.linalg.matrix_power(Lm, 100 if case == "power" else 2)
     op = {"linear": lambda: GramOperator(X * 1e6, kernel="linear"),
           "power": lambda: GramOperator(X, kernel="rbf", gamma=0.5),
           "poly": lambda: GramOperator(X, kernel="poly", gamma=1.0, degree=40)}[case]()
-    return op, M, rows, Y, 1 / np.trace(Lm)
+    return op, M, rows, Y, s
 
 
 @pytest.mark.parametrize("case", ["linear", "power", "poly"])

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from reference import random_design, random_laplacian
+from reference import random_design, random_laplacian, unit_rows_problem
 from scipy.optimize import minimize, minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import pairwise_kernels
@@ -440,14 +440,9 @@ def linear_kernel_problem(n=80, seed=1, scale=1e6):
     """The linear kernel on Gaussian rows scaled to norm ``scale``: well-posed in feature
     space (the (d+1)-variable problem has condition ~7), but K ~ scale² against γ_A l
     makes the (n+1)² system of the dense solvers hopeless in float64."""
-    rng = np.random.default_rng(seed)
-    Xu = rng.standard_normal((n, 6))
-    Xu /= np.linalg.norm(Xu, axis=1, keepdims=True)
-    Lm = random_laplacian(n, rng, normalized=True)
-    rows = np.sort(rng.choice(n, 20, replace=False))
-    y = np.where(Xu[rows] @ rng.standard_normal(6) > 0, 1.0, -1.0)
+    Xu, Lm, rows, y, s = unit_rows_problem(n, seed)
     K = (Xu * scale) @ (Xu * scale).T
-    return Xu, K, Lm @ Lm, rows, y, 1 / np.trace(Lm)
+    return Xu, K, Lm @ Lm, rows, y, s
 
 
 def feature_space_minimum(Xu, M, rows, y, gA, c, loss):
@@ -537,3 +532,18 @@ def test_well_conditioned_dense_solves_pass_the_check_unchanged(loss):
                             pcg.intercept, **kw)
     # (PCG carries f and L^p f along its iterations: the last digits drift)
     assert rel.max() == pytest.approx(pcg.residual, rel=1e-2)
+    if loss == "squared":
+        # the bias is checked too: α with g = 0 (its n equations) at a bias off by 0.5 is
+        # no minimiser, though the sum of g vanishes with g
+        K, y, rows = P["K"], P["Y"][:, 0], P["rows"]
+        n, l, c = K.shape[0], rows.size, 0.3 * P["s"]
+        M = P["Lmv"](np.eye(n))
+        E = np.zeros(n)
+        E[rows] = 1.0
+        b = sol.intercept[0] + 0.5
+        target = np.zeros(n)
+        target[rows] = y
+        a = np.linalg.solve((2.0 / l) * E[:, None] * K + 2e-3 * np.eye(n) + 2 * c * M @ K,
+                            -(2.0 / l) * E * (b - target) - 2 * c * M @ np.full(n, b))
+        rel = relative_gradient(K, y, rows, P["Lmv"], a[None], np.array([b]), **kw)
+        assert rel[0] > 1e-3

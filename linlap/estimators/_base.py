@@ -106,11 +106,12 @@ def row_squared_norms(X):
     return np.einsum("ij,ij->i", X, X, dtype=np.float64, casting="unsafe")
 
 
-def check_row_norms(squared_norms, scaled_gamma_A):
+def check_row_norms(squared_norms, scaled_gamma_A, median_message=None):
     """Warn when the non-empty rows' norms (``squared_norms``: their squares, zeros for
     empty rows) spread by more than ``ROW_NORM_SPREAD`` from the 5th to the 95th
-    percentile, or, with ``scaled_gamma_A`` (``gamma_A='scaled'``), when their median is
-    outside ``UNIT_NORM_RANGE``.
+    percentile, or, with ``scaled_gamma_A`` (``gamma_A='scaled'``) or a
+    ``median_message`` (``median -> str``, the warning of another caller), when their
+    median is outside ``UNIT_NORM_RANGE``.
 
     The graph term compares the decision values ``x·w`` of neighbouring rows, and those
     grow with a row's norm: with rows of unequal length (raw counts, TF-IDF with
@@ -133,7 +134,9 @@ def check_row_norms(squared_norms, scaled_gamma_A):
             f"rows: TfidfVectorizer's default norm='l2', or "
             f"sklearn.preprocessing.Normalizer().", UserWarning,
             stacklevel=user_stacklevel())
-    if scaled_gamma_A and not UNIT_NORM_RANGE[0] <= mid <= UNIT_NORM_RANGE[1]:
+    if UNIT_NORM_RANGE[0] <= mid <= UNIT_NORM_RANGE[1]:
+        return
+    if scaled_gamma_A:
         warnings.warn(
             f"The rows of X have norms around {mid:.3g}, and gamma_A='scaled' was measured "
             f"on rows of norm 1 (TF-IDF's): scaling X by c acts as a ridge weight divided "
@@ -141,6 +144,8 @@ def check_row_norms(squared_norms, scaled_gamma_A):
             f"group, against 36.7 %; bench/RESULTS.md, 'Preprocessing'). Normalise the rows "
             f"(sklearn.preprocessing.Normalizer()) or give gamma_A a number.", UserWarning,
             stacklevel=user_stacklevel())
+    elif median_message is not None:
+        warnings.warn(median_message(mid), UserWarning, stacklevel=user_stacklevel())
 
 
 def nonempty_rows(X):

@@ -21,9 +21,9 @@ from ..solvers._problem import pm1_targets
 from ..solvers.emr import (combined_laplacian_matvec, emr_alternate,
                            laplacian_quadratic_forms)
 from ._base import (ROW_NORM_WARNING, LinearLapClassifier, check_in_memory,
-                    check_labeled_nonempty, check_prebuilt_graph, check_predict_X, default_graph, labeled_score,
-                    nonempty_rows, row_squared_norms, scaled_gamma_A, scaled_gamma_I,
-                    store_params)
+                    check_labeled_nonempty, check_prebuilt_graph, check_predict_X,
+                    default_graph, labeled_score, nonempty_rows, row_squared_norms,
+                    scaled_gamma_A, scaled_gamma_I, store_params)
 
 __all__ = ["EMRClassifier", "candidate_graphs"]
 

@@ -11,7 +11,6 @@ which scale to millions of documents.
 
 import numbers
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,13 +19,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import (check_extreme_values, check_flags, check_graph_param,
                            check_nonnegative, check_positive_int, check_tol, check_verbose,
-                           is_int, user_stacklevel)
+                           is_int)
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.kernel_newton import kernel_newton
 from ..solvers.kernel_pcg import EARLY_STOPPING, kernel_pcg
-from ._base import (UNIT_NORM_RANGE, SemiSupervisedMixin, check_finite_scores,
-                    check_finite_solution, check_row_norms, row_squared_norms, store_params)
+from ._base import (SemiSupervisedMixin, check_finite_scores, check_finite_solution,
+                    check_row_norms, row_squared_norms, store_params)
 from ..solvers.kernel_dual import dual_workspace_bytes, kernel_lapsvm_dual
 
 __all__ = ["KernelLapSVMClassifier", "KernelLapRLSClassifier"]
@@ -64,21 +63,16 @@ def check_kernel_row_norms(X, kernel, gamma_A):
     """
     if kernel not in ("linear", "poly", "polynomial"):
         return
-    sq = row_squared_norms(X)
-    check_row_norms(sq, False)
-    sq = sq[sq > 0]
-    if kernel != "linear" or sq.size == 0:
-        return
-    mid = float(np.sqrt(np.percentile(sq, 50)))
-    if not UNIT_NORM_RANGE[0] <= mid <= UNIT_NORM_RANGE[1]:
-        warnings.warn(
-            f"The rows of X have norms around {mid:.3g}, and the kernel classifiers' "
-            f"defaults were chosen on rows of norm 1 (TF-IDF's): with kernel='linear' K "
-            f"grows with the square of the rows' norm, so gamma_A={gamma_A:g} acts as "
-            f"{gamma_A / mid ** 2:.3g} would on unit rows, and rows of large norm make the "
-            f"dense solvers' systems ill-conditioned. Normalise the rows "
-            f"(sklearn.preprocessing.Normalizer()), or choose gamma_A for this scale.",
-            UserWarning, stacklevel=user_stacklevel())
+    def median_message(mid):
+        return (f"The rows of X have norms around {mid:.3g}, and the kernel classifiers' "
+                f"defaults were chosen on rows of norm 1 (TF-IDF's): with kernel='linear' K "
+                f"grows with the square of the rows' norm, so gamma_A={gamma_A:g} acts as "
+                f"{gamma_A / mid ** 2:.3g} would on unit rows, and rows of large norm make "
+                f"the dense solvers' systems ill-conditioned. Normalise the rows "
+                f"(sklearn.preprocessing.Normalizer()), or choose gamma_A for this scale.")
+
+    check_row_norms(row_squared_norms(X), False,
+                    median_message if kernel == "linear" else None)
 
 
 class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):

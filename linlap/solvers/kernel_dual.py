@@ -77,6 +77,7 @@ from sklearn.svm import SVC
 
 from .._validation import user_stacklevel
 from ._problem import check_rows_and_targets, check_weights
+from .kernel_newton import REMEDIES
 from .kernel_pcg import KernelSolution
 
 __all__ = ["DualSolution", "kernel_lapsvm_dual", "dual_system_cg", "dual_workspace_bytes"]
@@ -297,11 +298,8 @@ def _report_gap(J, gap, gap_tol, tol, cg_ok, qp_ok):
     limits = "" if cg_ok and qp_ok else (
         f" The {'CG of step 1' if not cg_ok else 'QP of step 2'} stopped at its iteration "
         f"limit.")
-    remedies = ("normalise the rows of X (sklearn.preprocessing.Normalizer(); with the "
-                "linear or polynomial kernel K grows with the square of their norm, which "
-                "acts as gamma_A divided by it), raise gamma_A, lower the Laplacian power (or "
-                "the polynomial kernel's degree), or use solver='pcg' (the squared hinge "
-                "loss)")
+    remedies = (REMEDIES.replace(", or lower", ", lower")
+                + ", or use solver='pcg' (the squared hinge loss)")
     if wrong.any():
         # No other solver minimises the hinge loss (PCG and Newton minimise the squared
         # hinge): nothing to fall back on. A model worse than predicting nothing is a wrong
@@ -396,8 +394,9 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
     When the linear system or the QP cannot be solved accurately in floating point — K
     or the graph term L^p huge against γ_A, e.g. rows of norm 1e6 under the linear
     kernel, a Laplacian power of 100, a polynomial kernel of degree 40 — the model was
-    worse than the zero model (J from 4 to 1e20 seen, against 1). No other solver here minimises the hinge loss, so that raises
-    rather than return a wrong model; the message names the remedies.
+    worse than the zero model (J from 4 to 1e20 seen, against 1). No other solver here
+    minimises the hinge loss, so that raises rather than return a wrong model; the
+    message names the remedies.
     """
     n = int(n_samples)
     Y, rows = check_rows_and_targets(n, targets, labeled_rows)

@@ -78,13 +78,17 @@ def relative_gradient(K, targets, labeled_rows, laplacian_matvec, dual_coef, int
         R = np.where(error_rows, R, 0.0)
     elif loss == "squared_hinge":
         R = np.where(Y * F[rows] < 1.0, R, 0.0)
-    G = 2.0 * gamma_A * A
-    G[rows] += (2.0 / l) * R
+    G = np.zeros_like(A)  # g without its γ_A α term, whose column sums are ∇_b
+    G[rows] = (2.0 / l) * R
     if gamma_I > 0:
         G += 2.0 * gamma_I * scale * np.asarray(laplacian_matvec(F), dtype=np.float64)
+    gb = G.sum(axis=0)
+    G += 2.0 * gamma_A * A
     # at z = 0 every labeled row is an error vector: ∇̂₀ = −(2/l)(1ᵀy, y on the rows)
     G0 = -(2.0 / l) * Y
-    gb, gb0 = (G.sum(axis=0), G0.sum(axis=0)) if fit_intercept else (0.0, 0.0)
+    gb0 = G0.sum(axis=0)
+    if not fit_intercept:
+        gb, gb0 = 0.0, 0.0
     sigma = _kernel_scale(K)
     num = gb * gb + np.einsum("ij,ij->j", G, K @ G) / sigma
     den = gb0 * gb0 + np.einsum("ij,ij->j", G0, K[np.ix_(rows, rows)] @ G0) / sigma
@@ -301,8 +305,8 @@ def kernel_newton(K, targets, labeled_rows, laplacian_matvec, *, gamma_A, gamma_
                           0.0 if converged else np.nan, history)
 
 
-#: The remedies named by the warnings of the dense and dual solvers.
-_REMEDIES = ("normalise the rows of X (sklearn.preprocessing.Normalizer(); with the linear "
+#: The remedies named by the warnings of the dense solvers and the dual's error.
+REMEDIES = ("normalise the rows of X (sklearn.preprocessing.Normalizer(); with the linear "
             "or polynomial kernel K grows with the square of their norm, which acts as "
             "gamma_A divided by it), raise gamma_A, or lower the Laplacian power (or the "
             "polynomial kernel's degree)")
@@ -337,11 +341,11 @@ def _pcg_fallback(K, Y, rows, laplacian_matvec, what, rel, init, *, gamma_A, gam
     if sol.converged:
         warnings.warn(f"{why}. Solved by PCG instead (solver='pcg' without early stopping), "
                       f"which reached rtol in {sol.n_iter} iterations. To keep the dense "
-                      f"solver: {_REMEDIES}.", LinAlgWarning, stacklevel=user_stacklevel())
+                      f"solver: {REMEDIES}.", LinAlgWarning, stacklevel=user_stacklevel())
     else:
         warnings.warn(f"{why}, and PCG (solver='pcg' without early stopping), which took "
                       f"over, stopped at max_iter={max_iter} with a relative gradient of "
                       f"{sol.residual:.1e}: the returned model is not the minimiser of J. "
-                      f"{_REMEDIES[0].upper() + _REMEDIES[1:]}; or raise max_iter.",
+                      f"{REMEDIES[0].upper() + REMEDIES[1:]}; or raise max_iter.",
                       ConvergenceWarning, stacklevel=user_stacklevel())
     return sol
