@@ -3,6 +3,7 @@
     python bench/emr.py [--data-dir DIR] [--corpora pcmac,20ng,20ng-top,subjects,synthetic]
                         [--draws 5] [--methods all|'sub;sub;...'] [--study] [--gamma-I-sweep]
                         [--gamma-A-sweep] [--k-sweep] [--cost [--repeats 3]]
+                        [--loo-powers [--loo-dims 100,300]]
                         [--cache-dir DIR]
                         [--graph exact,exact-svd,default]
 
@@ -56,10 +57,12 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.svm import LinearSVC
+from sklearn.utils.extmath import randomized_svd
 
 from linlap import EMRClassifier, KNNGraph, LapRLSClassifier, LapSVMClassifier
 from linlap.datasets import (load_20newsgroups, load_imdb, load_pcmac, make_text_corpus,
                              mask_labels)
+from linlap.estimators._base import scaled_gamma_A, scaled_gamma_I
 from linlap.estimators.emr import candidate_graphs
 from linlap.model_selection import LapRLSClassifierCV
 from linlap.text import make_vectorizer
@@ -359,10 +362,120 @@ def run_cost(name, kind, corpus, args):
     print(f"\nratio: median {np.median(ratios):.2f}, max {np.max(ratios):.2f}", flush=True)
 
 
+#: powers of --loo-powers; the default candidates are (1, 2, 5, 8)
+LOO_POWERS = (1, 2, 3, 5, 8)
+
+
+def reduced_laprls_loo(Z, gram, labeled, ys, scale):
+    """Leave-one-out predictions of LapRLSClassifier()'s objective restricted to w = V c.
+
+    ``Z`` is X V (V: top right singular vectors of X) with a column of ones (the intercept,
+    unpenalised), ``gram`` Zᵀ L^p Z.
+    The objective is LapRLS's, (1/l)‖T − Z_l c‖² + γ_A ‖c‖² + γ_I s cᵀ gram c, with the
+    'scaled' γ_A, γ_I and one-vs-rest ±1 targets T; it is quadratic, so the LOO residual
+    of labeled row i is r_i / (1 − H_ii), H = Z_l A⁻¹ Z_lᵀ / l (the other rows keep their
+    weight 1/l and γ_A, γ_I their values). Returns the LOO labels and
+    the model's coefficients.
+    """
+    classes = np.unique(ys[labeled])
+    n_classes, n_lab = classes.size, labeled.size
+    if n_classes == 2:
+        targets = np.where(ys[labeled] == classes[1], 1.0, -1.0)[:, None]
+    else:
+        targets = np.where(ys[labeled][:, None] == classes[None, :], 1.0, -1.0)
+    ridge = np.full(Z.shape[1], scaled_gamma_A(n_lab, n_classes))
+    ridge[-1] = 0.0
+    Zl = Z[labeled]
+    A = Zl.T @ Zl / n_lab + np.diag(ridge) + scaled_gamma_I(n_lab, n_classes) * scale * gram
+    coef = np.linalg.solve(A, Zl.T @ targets / n_lab)
+    hat = np.einsum("ij,ji->i", Zl, np.linalg.solve(A, Zl.T)) / n_lab
+    loo = targets - (targets - Zl @ coef) / (1 - hat)[:, None]
+    pick = (loo[:, 0] > 0).astype(int) if n_classes == 2 else loo.argmax(axis=1)
+    return classes[pick], coef
+
+
+def run_loo_powers(name, kind, corpus, args):
+    """Can the training labels choose the power p? (--loo-powers)
+
+    Per draw, for each p in LOO_POWERS: the leave-one-out error of the training labels
+    under LapRLSClassifier()'s objective restricted to the top-r right singular vectors of
+    X (exact and cheap there: an (r+1)-square system; r in --loo-dims), the validation
+    error and the test error of LapRLSClassifier() on L^p (the full model). Then the test
+    error of the p each rule picks. Read on test labels: the study of a selection rule.
+    """
+    X, y, Xt, yt, draw, graph, t_load, t_search = corpus
+    dims = [int(r) for r in args.loo_dims.split(",")]
+    print(f"\n### {name}: can the labels choose p? LOO in an r-dimensional SVD space, "
+          f"r in {dims}; {args.draws} draws\n", flush=True)
+    graph1 = graph.with_laplacian(power=1)
+    spaces, setup = {}, {}
+    for r in dims:
+        t = time.perf_counter()
+        U, S, VT = randomized_svd(X, r, n_iter=4, random_state=0)
+        Z = np.hstack([U * S, np.ones((X.shape[0], 1))])
+        grams, LZ = {}, Z
+        for p in range(1, max(LOO_POWERS) + 1):
+            LZ = graph1.laplacian_matvec(LZ)
+            if p in LOO_POWERS:
+                grams[p] = Z.T @ LZ
+        setup[r] = time.perf_counter() - t
+        spaces[r] = (Z, grams)
+    ys0, _ = draw_labels(y, 0, draw)
+    t = time.perf_counter()
+    LapRLSClassifier(graph=graph).fit(X, ys0)
+    t_fit = time.perf_counter() - t
+    print("setup (SVD + the Gram matrices Zᵀ L^p Z) s: "
+          + ", ".join(f"r {r}: {setup[r]:.2f}" for r in dims)
+          + f"; one LapRLSClassifier() fit (draw 0, after a warm-up fit): {t_fit:.2f} s\n")
+    print("| draw | test error % of LapRLSClassifier() at p " + " / ".join(map(str, LOO_POWERS))
+          + " | validation error % | " + " | ".join(f"LOO error %, r {r}" for r in dims) + " |")
+    print("|---|---|---|" + "---|" * len(dims), flush=True)
+    picks = {}
+    for seed in range(args.draws):
+        ys, yv = draw_labels(y, seed, draw)
+        labeled, val = np.flatnonzero(ys != -1), np.flatnonzero(yv != -1)
+        test, valid = {}, {}
+        for p in LOO_POWERS:
+            model = LapRLSClassifier(graph=graph.with_laplacian(power=p)).fit(X, ys)
+            test[p] = 100 * np.mean(model.predict(Xt) != yt)
+            valid[p] = 100 * np.mean(model.predict(X[val]) != yv[val])
+        loo = {r: {p: 100 * np.mean(reduced_laprls_loo(
+            spaces[r][0], spaces[r][1][p], labeled, ys, graph.scale_)[0] != ys[labeled])
+            for p in LOO_POWERS} for r in dims}
+        fmt = lambda d: " / ".join(f"{d[p]:.1f}" for p in LOO_POWERS)  # noqa: E731
+        print(f"| {seed} | {fmt(test)} | {fmt(valid)} | "
+              + " | ".join(fmt(loo[r]) for r in dims) + " |", flush=True)
+        picks.setdefault("p = 5 (the default)", []).append(test[5])
+        for powers in ((1, 2, 5, 8), LOO_POWERS):
+            tag = "{" + ", ".join(map(str, powers)) + "}"
+            # ties go to the power nearest the default p = 5
+            near5 = lambda score, p: (score[p], abs(p - 5))  # noqa: E731
+            best = min(powers, key=lambda p: near5(valid, p))
+            picks.setdefault(f"p of {tag} by validation error", []).append(test[best])
+            for r in dims:
+                e = loo[r]
+                low = min(e[p] for p in powers)
+                se = 100 * np.sqrt(low / 100 * (1 - low / 100) / labeled.size)
+                rules = {"least LOO error (ties: nearest 5)":
+                             min(powers, key=lambda p: near5(e, p)),
+                         "largest p of least LOO error": max(p for p in powers if e[p] == low),
+                         "largest p within 1 SE of the least LOO error":
+                             max(p for p in powers if e[p] <= low + se)}
+                for rule, p in rules.items():
+                    picks.setdefault(f"p of {tag} by {rule}, r {r}", []).append(test[p])
+    print(f"\n| rule ({name}, {args.draws} draws) | test error % of the p it picks (mean) |")
+    print("|---|---|")
+    for rule, errs in picks.items():
+        print(f"| {rule} | {np.mean(errs):.2f} |")
+    print(flush=True)
+
+
 def run_on_graph(name, kind, corpus, args):
     X, y, Xt, yt, draw, graph, t_load, t_search = corpus
     if args.cost:
         return run_cost(name, kind, corpus, args)
+    if args.loo_powers:
+        return run_loo_powers(name, kind, corpus, args)
     graphs, _ = candidate_graphs(X, GRID_KP, graph)
     methods = (sweep_methods(graph) if args.gamma_I_sweep else
                gamma_A_sweep_methods(graph) if args.gamma_A_sweep else
@@ -452,6 +565,11 @@ def main():
                     help="only EMRClassifier() against LapRLSClassifier(): fit times, "
                          "alternately, --repeats each per draw")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--loo-powers", action="store_true",
+                    help="only the choice of L's power by the training labels' leave-one-out "
+                         "error in an SVD space (see run_loo_powers)")
+    ap.add_argument("--loo-dims", default="100,300",
+                    help="SVD dimensions of --loo-powers, comma-separated")
     ap.add_argument("--cache-dir", default=None,
                     help="save / reuse each corpus's TF-IDF and 50-NN graph in this folder")
     ap.add_argument("--graph", default="exact",
