@@ -313,6 +313,15 @@ class GramOperator:
 
     __call__ = matvec
 
+    def diagonal(self):
+        """diag(K) in float64, from the row norms (no product)."""
+        kind, gamma, degree, coef0 = self.params
+        if kind == 0:
+            return self.sq_norms.copy()
+        if kind == 1:
+            return np.ones(self.n)
+        return (gamma * self.sq_norms + coef0) ** degree
+
     def dense(self):
         """The full K in float64 (the cached one, or computed now)."""
         if self.K is not None and self.K.dtype == np.float64:

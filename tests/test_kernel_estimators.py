@@ -312,6 +312,22 @@ def test_dense_solvers_finish_an_ill_conditioned_fit_by_pcg(scale, gamma_A, Est,
     assert (UserWarning in kinds) == (scale != 1.0)
 
 
+@pytest.mark.parametrize("Est,loss", [(KernelLapRLSClassifier, "squared"),
+                                      (KernelLapSVMClassifier, "squared_hinge")])
+def test_pcg_reaches_the_minimum_whatever_the_scale_of_K(Est, loss):
+    # rows of norm 1e6 under the linear kernel: K ~ 1e12. PCG's preconditioner
+    # blockdiag(1, K) left the bias's gradient out of the stopping rule, and
+    # solver='pcg' stopped at its tol with J 1.2e-3 above the minimum; it now runs on
+    # K / mean(diag K)
+    X, truth, y, g = gaussian_rows()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the rows' norm
+        clf = Est(1e-4, 1.0, kernel="linear", solver="pcg", early_stopping=None,
+                  graph=g).fit(X * 1e6, y)
+    J_fit, J_min = linear_kernel_J(clf, X * 1e6, y, g, loss)
+    assert clf.stop_reason_ == "tol" and abs(J_fit - J_min) < 1e-8
+
+
 def test_dual_refuses_an_ill_conditioned_fit_and_names_the_remedies():
     X, truth, y, g = gaussian_rows()
     with warnings.catch_warnings():

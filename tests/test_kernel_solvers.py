@@ -495,6 +495,37 @@ def test_ill_conditioned_dense_solve_is_finished_by_pcg_at_the_minimum(scale, gA
     assert relative_gradient(K, y, rows, lambda F: M @ F, a, b, **kw)[0] <= 1e-6
 
 
+@pytest.mark.parametrize("loss", ["squared", "squared_hinge"])
+def test_pcg_kernel_scale_puts_the_bias_in_the_stopping_rule(loss):
+    # K ~ 1e12: with P = blockdiag(1, K) the bias's gradient is nothing against the α
+    # block's, and PCG stops at its tol with J 2e-5 above the minimum; on K/σ, σ the
+    # mean of diag(K), it reaches the minimum, and returns α for K itself
+    from linlap.solvers.kernel_pcg import kernel_scale
+
+    Xu, K, M, rows, y, s = linear_kernel_problem(scale=1e6)
+    gA, gI = 1e-4, 1.0
+    J_min = feature_space_minimum(Xu, M, rows, y, gA * 1e-12, gI * s, loss)
+    gaps = {}
+    for sigma in (1.0, kernel_scale(np.diagonal(K))):
+        sol = kernel_pcg(lambda V: K @ V, y, rows, lambda F: M @ F, n_samples=K.shape[0],
+                         gamma_A=gA, gamma_I=gI, scale=s, loss=loss, kernel_scale=sigma)
+        a, b = sol.dual_coef[0], sol.intercept[0]
+        assert sol.stop_reason == "tol"
+        np.testing.assert_allclose(sol.decision[:, 0], K @ a + b, rtol=1e-9, atol=1e-9)
+        gaps[sigma] = dense_J(K, M, rows, y, a, b, gA, gI, s, loss) - J_min
+        assert sol.history[-1, 0] == pytest.approx(gaps[sigma] + J_min, abs=1e-12)
+    assert gaps[1.0] > 1e-6 and abs(gaps[1e12]) < 1e-10
+    # a warm start is K's α: the scaled run starts at its own solution and stays there
+    again = kernel_pcg(lambda V: K @ V, y, rows, lambda F: M @ F, n_samples=K.shape[0],
+                       gamma_A=gA, gamma_I=gI, scale=s, loss=loss, kernel_scale=1e12,
+                       init=(sol.dual_coef, sol.intercept))
+    assert again.n_iter <= 1
+    np.testing.assert_allclose(again.decision, sol.decision, rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="kernel_scale must be a finite number > 0"):
+        kernel_pcg(lambda V: K @ V, y, rows, lambda F: M @ F, n_samples=K.shape[0],
+                   gamma_A=gA, gamma_I=gI, scale=s, loss=loss, kernel_scale=0.0)
+
+
 def test_dense_solve_that_pcg_cannot_finish_either_says_it_is_not_the_minimiser():
     # a Laplacian power of 100 (accepted by KNNGraph): ‖M‖ ~ 2^100. The unchecked closed
     # form returned a model worse than the zero model, silently.

@@ -71,6 +71,16 @@ def test_dense_blocks_cover_all_rows(monkeypatch):
                                pairwise_kernels(A, B, metric="rbf", gamma=0.3), rtol=1e-12)
 
 
+@pytest.mark.parametrize("kernel,kw", [("rbf", {"gamma": 0.4}), ("linear", {}),
+                                       ("poly", {"gamma": 0.7, "degree": 3, "coef0": 0.5}),
+                                       ("poly", {"degree": 2, "coef0": -2.0})])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_gram_operator_diagonal_is_the_diagonal_of_K(sparse, kernel, kw):
+    X, _ = _data(sparse, np.random.default_rng(5))
+    op = GramOperator(X, kernel=kernel, **kw)
+    np.testing.assert_allclose(op.diagonal(), np.diagonal(op.dense()), rtol=1e-12)
+
+
 @pytest.mark.parametrize("parallel", [True, False])
 @pytest.mark.parametrize("sparse", [True, False])
 def test_gram_operator_cache_modes_agree(sparse, parallel, monkeypatch):

@@ -23,7 +23,7 @@ from .._validation import (check_extreme_values, check_flags, check_graph_param,
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.kernel_newton import kernel_newton
-from ..solvers.kernel_pcg import EARLY_STOPPING, kernel_pcg
+from ..solvers.kernel_pcg import EARLY_STOPPING, kernel_pcg, kernel_scale
 from ._base import (SemiSupervisedMixin, check_finite_scores, check_finite_solution,
                     check_row_norms, row_squared_norms, store_params)
 from ..solvers.kernel_dual import dual_workspace_bytes, kernel_lapsvm_dual
@@ -243,7 +243,7 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
                              stability_tol=self.stability_tol, validation=validation,
                              init=init, callback=self._progress_callback(type(self).__name__,
                                                              "relative gradient"),
-                             **common)
+                             kernel_scale=kernel_scale(gram.diagonal()), **common)
         elif solver == "dual":
             common.pop("loss")
             sol = kernel_lapsvm_dual(gram.matvec, targets, labeled_rows,

@@ -16,19 +16,13 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import user_stacklevel
 from .kernel_pcg import (KernelSolution, _check_problem, _objective, kernel_line_search,
-                         kernel_pcg)
+                         kernel_pcg, kernel_scale)
 
 __all__ = ["kernel_newton", "relative_gradient", "DENSE_RTOL"]
 
 #: Largest relative gradient (PCG's residual) at which :func:`kernel_newton` accepts a
 #: dense solve: PCG's default ``tol``. Well-posed problems typically give 1e-10 or less.
 DENSE_RTOL = 1e-6
-
-
-def _kernel_scale(K):
-    """σ = mean of diag(K) (1 when that is not a positive finite number)."""
-    sigma = float(np.mean(np.diagonal(K)))
-    return sigma if np.isfinite(sigma) and sigma > 0 else 1.0
 
 
 def relative_gradient(K, targets, labeled_rows, laplacian_matvec, dual_coef, intercept, *,
@@ -41,9 +35,10 @@ def relative_gradient(K, targets, labeled_rows, laplacian_matvec, dual_coef, int
     ``P = blockdiag(1, K / σ)`` relative to the gradient at z = 0, with
     ``∇̂ = (∇_b, g)``, ``g = (2/l) I_E (f − y) + 2γ_A α + 2γ_I s M f``. J is the same
     function of f for ``(K, γ_A, α)`` and ``(K/σ, γ_A/σ, σα)``; the scaling only balances
-    the bias part against the α part (for the RBF kernel σ = 1 and this is exactly the
-    residual :func:`~linlap.solvers.kernel_pcg.kernel_pcg` stops on; rows of norm 1e6
-    under the linear kernel would otherwise leave ∇_b unweighted). ∇̂ is also the
+    the bias part against the α part (rows of norm 1e6 under the linear kernel would
+    otherwise leave ∇_b unweighted). This is the residual
+    :func:`~linlap.solvers.kernel_pcg.kernel_pcg` stops on with ``kernel_scale=σ``, as
+    the kernel classifiers run it. ∇̂ is also the
     residual of the (n+1)-square system of :func:`kernel_newton` (rows scaled by 2/l),
     so this is that system's relative residual in the norm that matters: directions in
     which K is small, which barely move f, count little.
@@ -89,7 +84,7 @@ def relative_gradient(K, targets, labeled_rows, laplacian_matvec, dual_coef, int
     gb0 = G0.sum(axis=0)
     if not fit_intercept:
         gb, gb0 = 0.0, 0.0
-    sigma = _kernel_scale(K)
+    sigma = kernel_scale(np.diagonal(K))
     num = gb * gb + np.einsum("ij,ij->j", G, K @ G) / sigma
     den = gb0 * gb0 + np.einsum("ij,ij->j", G0, K[np.ix_(rows, rows)] @ G0) / sigma
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -322,16 +317,12 @@ def _pcg_fallback(K, Y, rows, laplacian_matvec, what, rel, init, *, gamma_A, gam
     converges), as scikit-learn's Ridge falls back to another solver with a warning
     when its direct solve fails; only when PCG does not converge either is the warning a
     ConvergenceWarning saying that the model is not the minimiser."""
-    # on K/σ, γ_A/σ, σα: the same J, with the bias block of PCG's preconditioner
-    # blockdiag(1, K/σ) on the scale of the α block (relative_gradient)
-    sigma = _kernel_scale(K)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        sol = kernel_pcg(lambda V: (K @ V) / sigma, Y, rows, laplacian_matvec,
-                         n_samples=K.shape[0], gamma_A=gamma_A / sigma, gamma_I=gamma_I,
-                         scale=scale, loss=loss, fit_intercept=fit_intercept, tol=rtol,
-                         max_iter=max_iter, init=(init[0] * sigma, init[1]))
-    sol.dual_coef = sol.dual_coef / sigma
+        sol = kernel_pcg(lambda V: K @ V, Y, rows, laplacian_matvec, n_samples=K.shape[0],
+                         gamma_A=gamma_A, gamma_I=gamma_I, scale=scale, loss=loss,
+                         fit_intercept=fit_intercept, tol=rtol, max_iter=max_iter, init=init,
+                         kernel_scale=kernel_scale(np.diagonal(K)))
     for w in caught:  # PCG's own max_iter warning is folded into ours
         if not issubclass(w.category, ConvergenceWarning):
             warnings.warn(w.message, w.category, stacklevel=user_stacklevel())

@@ -42,7 +42,7 @@ from ._problem import check_rows_and_targets, check_weights, predict_index
 from .lapsvm_newton import squared_hinge_line_search
 
 __all__ = ["KernelSolution", "kernel_objective", "kernel_line_search", "kernel_pcg",
-           "EARLY_STOPPING"]
+           "kernel_scale", "EARLY_STOPPING"]
 
 EARLY_STOPPING = (None, "stability", "validation", "mixed")
 LOSSES = ("squared_hinge", "squared")
@@ -93,6 +93,18 @@ class KernelSolution:
 
 
 # -- checks ---------------------------------------------------------------------------
+def kernel_scale(diagonal):
+    """σ = mean of diag(K), given that diagonal (1 when it is not a positive finite number).
+
+    :func:`kernel_pcg` runs on ``K / σ`` (``kernel_scale=σ``) so that the bias block of its
+    preconditioner ``blockdiag(1, K)`` weighs as the α block does: with K ~ 10¹² (rows of
+    norm 10⁶ under the linear kernel) the bias's gradient would otherwise not count in the
+    stopping rule. σ = 1 for the RBF kernel and for unit rows under the linear kernel.
+    """
+    sigma = float(np.mean(diagonal)) if len(diagonal) else 1.0
+    return sigma if np.isfinite(sigma) and sigma > 0 else 1.0
+
+
 def _check_problem(n, targets, labeled_rows, gamma_A, gamma_I, scale, loss):
     Y, rows = check_rows_and_targets(n, targets, labeled_rows)
     if loss not in LOSSES:
@@ -206,7 +218,8 @@ def kernel_line_search(y, o, od, slope, curv, n_labeled, loss="squared_hinge"):
 def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samples,
                gamma_A, gamma_I, scale, loss="squared_hinge", fit_intercept=True, tol=1e-6,
                max_iter=1000, early_stopping=None, unlabeled_rows=None, check_every=None,
-               stability_tol=0.015, validation=None, init=None, callback=None):
+               stability_tol=0.015, validation=None, init=None, callback=None,
+               kernel_scale=1.0):
     """Primal kernel LapSVM / LapRLS by preconditioned CG (seed 003 Algorithm 1).
 
     Minimises J(α, b) of the module docstring for every column of ``targets`` at once
@@ -217,6 +230,11 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
     ``ρ = max(∇̂ᵀP(∇̂ − ∇̂_old) / ∇̂_oldᵀP∇̂_old, 0)`` (ρ = 0 restarts), ``d = −∇̂ + ρ d``.
     ``K d`` is carried along (``K d = −K∇̂ + ρ K d``), so one K product per iteration
     suffices, and f, L^p f are updated, not recomputed.
+
+    With ``kernel_scale=σ`` the iterations run on ``(K/σ, γ_A/σ, σα)``, the same J as a
+    function of f, which is ``P = blockdiag(1, K/σ)`` for K: use σ = mean of diag(K)
+    (:func:`kernel_scale`) so that the bias counts in the stopping rule whatever K's
+    scale. ``init``, the returned α and the validation decisions are for K itself.
 
     Stopping (in every mode a column stops when ``√(∇̂ᵀ∇ / ∇̂₀ᵀ∇₀) ≤ tol``, ∇₀ the
     gradient at z = 0, or when no descent is left at machine precision):
@@ -268,12 +286,29 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         ``(dual_coef (k, n), intercept (k,))`` to start from (warm start).
     callback : callable or None
         ``callback(iteration, residual)`` after every iteration.
+    kernel_scale : float (> 0), default=1.0
+        σ: run on K/σ (see above); :func:`kernel_scale` of diag(K).
 
     Returns
     -------
     KernelSolution
     """
     n = int(n_samples)
+    sigma = kernel_scale
+    if not (isinstance(sigma, (int, float, np.floating, np.integer)) and np.isfinite(sigma)
+            and sigma > 0):
+        raise ValueError(f"kernel_scale must be a finite number > 0, got {sigma!r}.")
+    sigma = float(sigma)
+    if sigma != 1.0:  # the same J on (K/σ, γ_A/σ, σα); α and init are K's
+        unscaled_matvec = kernel_matvec
+
+        def kernel_matvec(V):
+            return np.asarray(unscaled_matvec(V)) / sigma
+
+        gamma_A = gamma_A / sigma
+        if validation is not None:
+            unscaled_decision = validation[0]
+            validation = (lambda A, b: unscaled_decision(A / sigma, b), validation[1])
     Y, rows = _check_problem(n, targets, labeled_rows, gamma_A, gamma_I, scale, loss)
     if early_stopping not in EARLY_STOPPING:
         raise ValueError(f"early_stopping must be one of {EARLY_STOPPING}, got "
@@ -297,7 +332,7 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         return np.asarray(laplacian_matvec(F), dtype=np.float64)
 
     if init is not None:
-        A = np.array(np.asarray(init[0], dtype=np.float64).T, order="C")
+        A = np.array(np.asarray(init[0], dtype=np.float64).T * sigma, order="C")
         b = np.array(init[1], dtype=np.float64).reshape(k)
         if A.shape != (n, k):
             raise ValueError(f"init dual_coef must have shape ({k}, {n}).")
@@ -428,7 +463,7 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         warnings.warn(f"Kernel PCG stopped at max_iter={max_iter} without meeting tol="
                       f"{tol:g} (relative gradient {rel.max():.2e}) or an early stopping "
                       "check; increase max_iter.", ConvergenceWarning, stacklevel=2)
-    return KernelSolution(A.T.copy(), b, F, t, converged, stop_reason, float(rel.max()),
+    return KernelSolution(A.T / sigma, b, F, t, converged, stop_reason, float(rel.max()),
                           np.array(history), ls_pieces, checks)
 
 
