@@ -133,10 +133,18 @@ def test_combined_matvec_and_terms(data):
     w[2] = 0.0
     F = rng.standard_normal((X.shape[0], 3))
     ref = sum(wk * (g.laplacian_matrix() @ F) for wk, g in zip(w, graphs))
-    np.testing.assert_allclose(combined_laplacian_matvec(groups, w)(F), ref, atol=1e-10)
+    sums = [(g.laplacian_power_sum, pairs) for g, pairs in parts]
+    np.testing.assert_allclose(combined_laplacian_matvec(sums, w)(F), ref, atol=1e-10)
     out, work = np.empty_like(F), np.empty(F.size)
-    combined_laplacian_matvec(groups, w)(F, out=out, work=work)
+    combined_laplacian_matvec(sums, w)(F, out=out, work=work)
     np.testing.assert_allclose(out, ref, atol=1e-10)
+    np.testing.assert_array_equal(combined_laplacian_matvec(sums, np.zeros(len(graphs)))(F),
+                                  np.zeros_like(F))
+    calls = []  # one call per group with weight: its powers share one chain of passes
+    counted = [(lambda V, coefs, step=step, **kw: calls.append(sorted(coefs)) or step(
+        V, coefs, **kw), pairs) for step, pairs in sums]
+    combined_laplacian_matvec(counted, w)(F)
+    assert len(calls) == len(sums)
     forms = laplacian_quadratic_forms(groups, len(graphs), F)
     ref = [np.sum(F * (g.laplacian_matrix() @ F)) for g in graphs]
     np.testing.assert_allclose(forms, ref, rtol=1e-10)

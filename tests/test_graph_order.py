@@ -96,6 +96,41 @@ def test_matvec_matches_unreordered_and_dense(X_chain, sparse, normalized, p, c)
                                g0.laplacian_matrix().toarray(), atol=1e-14)
 
 
+@pytest.mark.parametrize("reorder", [True, False])
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("c", [1, 3])
+def test_laplacian_power_sum_matches_dense(X_chain, reorder, normalized, c):
+    # Σ_t c_t L^t Z by one chain of passes (EMR's powers of one graph), on a graph with
+    # an isolated node (an empty document), renumbered or not
+    X = sp.vstack([X_chain, sp.csr_matrix((1, X_chain.shape[1]))]).tocsr()
+    g = KNNGraph(n_neighbors=6, normalized=normalized, power=5, reorder=reorder).fit(X)
+    assert (g.node_order_ is not None) == reorder and g.degree_[-1] == 0
+    L = dense_laplacian(g.adjacency_, normalized)
+    rng = np.random.default_rng(c)
+    Z = rng.standard_normal((X.shape[0], c))
+    if c == 1:
+        Z = Z[:, 0]
+    for coefs in ({1: 1.0}, {8: 0.5, 5: 0.5}, {1: 0.1, 2: 0.2, 5: 0.3, 8: 0.4}, {3: -2.0}):
+        ref = sum(w * np.linalg.matrix_power(L, t) @ Z for t, w in coefs.items())
+        atol = 1e-12 * np.abs(ref).max()
+        np.testing.assert_allclose(g.laplacian_power_sum(Z, coefs), ref, rtol=0, atol=atol)
+        out, work = np.full(Z.shape, np.nan), np.empty(Z.size)
+        assert g.laplacian_power_sum(Z, coefs, out=out, work=work) is out
+        np.testing.assert_allclose(out, ref, rtol=0, atol=atol)
+        got32 = g.laplacian_power_sum(Z.astype(np.float32), coefs)
+        ref32 = sum(w * np.linalg.matrix_power(L, t) @ Z.astype(np.float32).astype(float)
+                    for t, w in coefs.items())
+        np.testing.assert_allclose(got32, ref32, rtol=0, atol=atol)
+        np.testing.assert_allclose(g.laplacian_power_sum(Z + 0j, coefs), ref, rtol=0,
+                                   atol=atol)
+    # the power-p matvec is the sum with one term
+    np.testing.assert_allclose(g.laplacian_power_sum(Z, {5: 1.0}), g.laplacian_matvec(Z),
+                               rtol=0, atol=1e-12 * np.abs(g.laplacian_matvec(Z)).max())
+    for bad in ({}, {0: 1.0}, {1.5: 1.0}):
+        with pytest.raises(ValueError, match="coefs must map powers"):
+            g.laplacian_power_sum(Z, bad)
+
+
 def test_renumbering_improves_locality(X_chain):
     g = KNNGraph(n_neighbors=6, reorder=True).fit(X_chain)
     n = X_chain.shape[0]

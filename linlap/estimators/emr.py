@@ -206,7 +206,7 @@ class _EnsembleGraph(KNNGraph):
 
     def laplacian_matvec(self, Z, out=None, work=None):
         """``Σ_k weights_k L_k^{p_k} Z``."""
-        groups = [(g.laplacian_matvec, pairs) for g, pairs in self._parts]
+        groups = [(g.laplacian_power_sum, pairs) for g, pairs in self._parts]
         return combined_laplacian_matvec(groups, self.weights_)(Z, out=out, work=work)
 
     def laplacian_matrix(self, power=None):

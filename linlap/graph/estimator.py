@@ -19,8 +19,8 @@ from .._memory import check_memory, graph_bytes
 from .._validation import user_stacklevel
 from . import reorder as _reorder
 from . import search
-from .laplacian import (LaplacianPasses, laplacian_matrix, laplacian_power, laplacian_product,
-                        laplacian_trace, pass_blocks)
+from .laplacian import (LaplacianPasses, laplacian_matrix, laplacian_power,
+                        laplacian_power_sum, laplacian_product, laplacian_trace, pass_blocks)
 from .storage import load_graph, save_graph
 from .params import check_graph_params, check_power
 from .weights import weights_matrix
@@ -542,6 +542,45 @@ class KNNGraph(BaseEstimator):
             :math:`L^p Z` (``out`` if given), float64 for float32 as well as
             float64 input.
         """
+        Z = self._check_pass_input(Z)
+        p = int(self.power)
+        if Z.dtype.kind == "c":
+            return self._complex_power_sum(Z, {p: 1.0}, out)
+        passes = self._current_passes()
+        need_tmp = p >= 2 or self.normalized or passes.order is not None
+        Z2, out, out2, tmp = pass_blocks(Z, out, work, need_tmp)
+        laplacian_power(passes, self.normalized, p, Z2, out2, tmp)
+        return out
+
+    def laplacian_power_sum(self, Z, coefs, out=None, work=None):
+        r"""Return ``Σ_t coefs[t] L^t Z`` (L the Laplacian of power 1, whatever ``power``)
+        by ``max t`` fused passes shared by all the powers.
+
+        What an ensemble of powers of one graph needs (``EMRClassifier``): the same
+        passes as :meth:`laplacian_matvec` at ``power = max t``, plus one weighted sum
+        per wanted power, instead of one chain of passes per power.
+
+        Parameters
+        ----------
+        Z : ndarray of shape (n_samples,) or (n_samples, m)
+        coefs : dict {int t >= 1: float}
+        out, work : as in :meth:`laplacian_matvec`
+
+        Returns
+        -------
+        ndarray of the shape of Z, float64 (``out`` if given)
+        """
+        Z = self._check_pass_input(Z)
+        if not coefs or any(int(t) != t or t < 1 for t in coefs):
+            raise ValueError(f"coefs must map powers t >= 1 to weights, got {coefs!r}.")
+        coefs = {int(t): float(c) for t, c in coefs.items()}
+        if Z.dtype.kind == "c":
+            return self._complex_power_sum(Z, coefs, out)
+        Z2, out, out2, tmp = pass_blocks(Z, out, work, True)
+        laplacian_power_sum(self._current_passes(), self.normalized, coefs, Z2, out2, tmp)
+        return out
+
+    def _check_pass_input(self, Z):
         check_is_fitted(self, "adjacency_")
         if sp.issparse(Z):
             raise TypeError("laplacian_matvec expects a dense array, got a sparse matrix.")
@@ -551,25 +590,28 @@ class KNNGraph(BaseEstimator):
         n = self.n_samples_fit_
         if Z.ndim not in (1, 2) or Z.shape[0] != n:
             raise ValueError(f"Z must have shape ({n},) or ({n}, m), got {Z.shape}.")
-        p = int(self.power)
-        if Z.dtype.kind == "c":  # complex: plain scipy products, no kernel for it
-            res = Z
-            for _ in range(p):
-                res = self._apply_laplacian(res)
-            if out is not None:
-                out[...] = res
-                return out
-            return res
+        return Z
+
+    def _current_passes(self):
         passes = getattr(self, "_passes", None)
-        order = getattr(self, "node_order_", None)
-        if passes is None or not passes.matches(self.adjacency_, order):
+        if passes is None or not passes.matches(self.adjacency_,
+                                                getattr(self, "node_order_", None)):
             # unpickled, or adjacency_ / node_order_ replaced since
             self._set_laplacian()
             passes = self._passes
-        need_tmp = p >= 2 or self.normalized or order is not None
-        Z2, out, out2, tmp = pass_blocks(Z, out, work, need_tmp)
-        laplacian_power(passes, self.normalized, p, Z2, out2, tmp)
-        return out
+        return passes
+
+    def _complex_power_sum(self, Z, coefs, out):
+        """Complex Z: plain scipy products (no kernel for it)."""
+        res, total = Z, np.zeros_like(Z)
+        for t in range(1, max(coefs) + 1):
+            res = self._apply_laplacian(res)
+            if t in coefs:
+                total += coefs[t] * res
+        if out is not None:
+            out[...] = total
+            return out
+        return total
 
     def laplacian_matrix(self, power=None):
         """Return L (or L^power) as an explicit sparse CSR matrix.

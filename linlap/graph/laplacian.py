@@ -123,6 +123,46 @@ def laplacian_power(passes, normalized, power, Z2, out2, tmp):
     return out2
 
 
+def laplacian_power_sum(passes, normalized, coefs, Z2, out2, tmp):
+    """``out2 = Σ_t coefs[t] L^t Z2`` (t ≥ 1) by ``max t`` fused passes: the powers share
+    one chain of passes and one diagonal scaling each way.
+
+    Each pass keeps ``x_t = S L^t z`` in the passes' basis — S = D^{-1/2} for the
+    normalised Laplacian (one intermediate pass of :func:`laplacian_power` maps S L^{t−1}
+    z to S L^t z), rows in the passes' order on a renumbered graph — and the weighted sum
+    of the wanted x_t is mapped back once. ``tmp`` is scratch of Z2's shape (float64);
+    one more such block is allocated.
+    """
+    from .._numba.graph import laplacian_pass, scale_rows
+
+    n, c = Z2.shape
+    top = max(coefs)
+    (indptr, indices, data), v, order = passes.csr, passes.vectors, passes.order
+    in_basis = normalized or order is not None
+    bufs = (tmp, np.empty((n, c)))
+    x = Z2
+    if in_basis:
+        x = bufs[1]
+        scale_rows(v["inv_sqrt_degree"] if normalized else v["unit"], Z2,
+                   _NO_ROWS if order is None else order, x, work=n * c)
+    a, b = ((v["nonisolated"], v["inv_degree"]) if normalized else (v["degree"], v["unit"]))
+    acc = np.zeros((n, c)) if order is not None else out2
+    if order is None:
+        acc[...] = 0.0
+    work = (data.shape[0] + n) * c
+    for t in range(1, top + 1):
+        dest = bufs[(t + 1) % 2] if in_basis else bufs[t % 2]
+        laplacian_pass(indptr, indices, data, x, a, b, 1.0, dest, _NO_ROWS, work=work)
+        x = dest
+        if t in coefs:
+            acc += coefs[t] * x
+    if normalized:  # L^t z = D^{1/2} x_t
+        acc *= v["sqrt_degree"][:, None]
+    if order is not None:
+        out2[order] = acc
+    return out2
+
+
 def laplacian_matrix(W, degree, normalized, power):
     """L^power as an explicit CSR matrix (for tests and small problems: L^p fills in)."""
     if normalized:

@@ -98,11 +98,12 @@ def combined_laplacian_matvec(groups, weights):
 
     Parameters
     ----------
-    groups : list of (step, [(k, p), ...])
-        ``step(F)`` applies one Laplacian L (power 1) and may accept ``out=`` and
-        ``work=``; the pairs list the candidates that are powers ``L^p`` of it. A group
-        costs ``max p`` applications of ``step`` however many powers it serves, and a
-        candidate of weight 0 costs nothing (a group with no weight is skipped).
+    groups : list of (power_sum, [(k, p), ...])
+        ``power_sum(F, coefs, out=None, work=None)`` returns ``Σ_t coefs[t] L^t F`` for
+        one Laplacian L (:meth:`KNNGraph.laplacian_power_sum` of its power-1 view); the
+        pairs list the candidates that are powers ``L^p`` of it. A group costs
+        ``max p`` passes of L however many powers it serves, and a candidate of weight 0
+        costs nothing (a group with no weight is skipped).
     weights : array-like of shape (m,)
 
     Returns
@@ -110,24 +111,26 @@ def combined_laplacian_matvec(groups, weights):
     matvec : callable ``matvec(F, out=None, work=None)``
     """
     weights = np.asarray(weights, dtype=np.float64)
-    live = [(step, [(k, p) for k, p in pairs if weights[k] != 0]) for step, pairs in groups]
-    live = [(step, pairs) for step, pairs in live if pairs]
+    live = []
+    for power_sum, pairs in groups:
+        coefs = {}
+        for k, p in pairs:
+            if weights[k] != 0:
+                coefs[p] = coefs.get(p, 0.0) + weights[k]
+        if coefs:
+            live.append((power_sum, coefs))
 
     def matvec(F, out=None, work=None):
         F = np.asarray(F)
         if out is None:
-            out = np.zeros(F.shape)
-        else:
+            out = np.empty(F.shape)
+        if not live:
             out[...] = 0.0
-        for step, pairs in live:
-            want = {}
-            for k, p in pairs:
-                want[p] = want.get(p, 0.0) + weights[k]
-            V = F
-            for t in range(1, max(want) + 1):
-                V = step(V, work=work) if work is not None else step(V)
-                if t in want:
-                    out += want[t] * V
+            return out
+        first, coefs = live[0]
+        first(F, coefs, out=out, work=work)
+        for power_sum, coefs in live[1:]:
+            out += power_sum(F, coefs, work=work)
         return out
 
     return matvec
