@@ -110,7 +110,8 @@ def test_laplacian_power_sum_matches_dense(X_chain, reorder, normalized, c):
     Z = rng.standard_normal((X.shape[0], c))
     if c == 1:
         Z = Z[:, 0]
-    for coefs in ({1: 1.0}, {8: 0.5, 5: 0.5}, {1: 0.1, 2: 0.2, 5: 0.3, 8: 0.4}, {3: -2.0}):
+    for coefs in ({1: 1.0}, {8: 0.5, 5: 0.5}, {1: 0.1, 2: 0.2, 5: 0.3, 8: 0.4}, {3: -2.0},
+                  {2: 0.0, 4: 1.5}):
         ref = sum(w * np.linalg.matrix_power(L, t) @ Z for t, w in coefs.items())
         atol = 1e-12 * np.abs(ref).max()
         np.testing.assert_allclose(g.laplacian_power_sum(Z, coefs), ref, rtol=0, atol=atol)

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from .reorder import renumber_csr
 
 __all__ = ["LaplacianPasses", "laplacian_trace", "laplacian_product", "laplacian_power",
-           "laplacian_matrix", "pass_blocks"]
+           "laplacian_power_sum", "laplacian_matrix", "pass_blocks"]
 
 # "no row permutation" for the pass kernels
 _NO_ROWS = np.empty(0, dtype=np.int64)
@@ -124,42 +124,46 @@ def laplacian_power(passes, normalized, power, Z2, out2, tmp):
 
 
 def laplacian_power_sum(passes, normalized, coefs, Z2, out2, tmp):
-    """``out2 = Σ_t coefs[t] L^t Z2`` (t ≥ 1) by ``max t`` fused passes: the powers share
-    one chain of passes and one diagonal scaling each way.
+    """``out2 = Σ_t coefs[t] L^t Z2`` (t ≥ 1) by ``max t`` fused passes, in Horner form.
 
-    Each pass keeps ``x_t = S L^t z`` in the passes' basis — S = D^{-1/2} for the
-    normalised Laplacian (one intermediate pass of :func:`laplacian_power` maps S L^{t−1}
-    z to S L^t z), rows in the passes' order on a renumbered graph — and the weighted sum
-    of the wanted x_t is mapped back once. ``tmp`` is scratch of Z2's shape (float64);
-    one more such block is allocated.
+    With S the passes' scaling (``D^{-1/2}`` for the normalised Laplacian, else I; rows
+    in the passes' order on a renumbered graph), M = S L S⁻¹ the map of one
+    intermediate pass of :func:`laplacian_power` and ``v = S z``,
+    ``Σ_t c_t L^t z = L S⁻¹ h_1`` with ``h_T = c_T v`` and ``h_j = M h_{j+1} + c_j v``
+    (T = max t): T − 1 intermediate passes, the first scaled by ``c_T`` and reading v
+    itself, one in-place ``axpy`` per lower power with a weight, and the last pass
+    of :func:`laplacian_power` (scaling and the rows' original order fused into it).
+    So a sum costs what ``L^T z`` costs, plus one n × c ``axpy`` per extra power.
+    ``tmp`` is scratch of Z2's shape (float64); one more such block is allocated on a
+    normalised or renumbered graph (v) and for float32 Z2.
     """
+    from scipy.linalg.blas import daxpy
+
     from .._numba.graph import laplacian_pass, scale_rows
 
     n, c = Z2.shape
     top = max(coefs)
-    (indptr, indices, data), v, order = passes.csr, passes.vectors, passes.order
-    in_basis = normalized or order is not None
-    bufs = (tmp, np.empty((n, c)))
-    x = Z2
-    if in_basis:
-        x = bufs[1]
-        scale_rows(v["inv_sqrt_degree"] if normalized else v["unit"], Z2,
-                   _NO_ROWS if order is None else order, x, work=n * c)
-    a, b = ((v["nonisolated"], v["inv_degree"]) if normalized else (v["degree"], v["unit"]))
-    acc = np.zeros((n, c)) if order is not None else out2
-    if order is None:
-        acc[...] = 0.0
+    (indptr, indices, data), vec, order = passes.csr, passes.vectors, passes.order
+    if normalized or order is not None:
+        v = np.empty((n, c))
+        scale_rows(vec["inv_sqrt_degree"] if normalized else vec["unit"], Z2,
+                   _NO_ROWS if order is None else order, v, work=n * c)
+    else:
+        v = np.ascontiguousarray(Z2, dtype=np.float64)
+    mid = (vec["nonisolated"], vec["inv_degree"]) if normalized else (vec["degree"], vec["unit"])
+    last = ((vec["sqrt_degree"], vec["inv_sqrt_degree"]) if normalized
+            else (vec["degree"], vec["unit"]))
     work = (data.shape[0] + n) * c
-    for t in range(1, top + 1):
-        dest = bufs[(t + 1) % 2] if in_basis else bufs[t % 2]
-        laplacian_pass(indptr, indices, data, x, a, b, 1.0, dest, _NO_ROWS, work=work)
-        x = dest
-        if t in coefs:
-            acc += coefs[t] * x
-    if normalized:  # L^t z = D^{1/2} x_t
-        acc *= v["sqrt_degree"][:, None]
-    if order is not None:
-        out2[order] = acc
+    x, scale = v, float(coefs[top])  # h_T = scale · x
+    for j in range(top - 1, 0, -1):
+        dest = tmp if j % 2 == 1 else out2  # h_1 in tmp: the last pass reads it
+        laplacian_pass(indptr, indices, data, x, mid[0], mid[1], scale, dest, _NO_ROWS,
+                       work=work)
+        if coefs.get(j, 0.0) != 0.0:
+            daxpy(v.reshape(-1), dest.reshape(-1), a=float(coefs[j]))
+        x, scale = dest, 1.0
+    laplacian_pass(indptr, indices, data, x, last[0], last[1], scale, out2,
+                   _NO_ROWS if order is None else order, work=work)
     return out2
 
 
