@@ -556,9 +556,10 @@ class KNNGraph(BaseEstimator):
         r"""Return ``Σ_t coefs[t] L^t Z`` (L the Laplacian of power 1, whatever ``power``)
         by ``max t`` fused passes shared by all the powers.
 
-        What an ensemble of powers of one graph needs (``EMRClassifier``): the same
-        passes as :meth:`laplacian_matvec` at ``power = max t``, plus one weighted sum
-        per wanted power, instead of one chain of passes per power.
+        What an ensemble of powers of one graph needs (``EMRClassifier``): evaluated in
+        Horner form, it costs the passes of :meth:`laplacian_matvec` at ``power = max
+        t`` plus one in-place ``axpy`` over Z's block per lower power, instead of one
+        chain of passes per power.
 
         Parameters
         ----------
