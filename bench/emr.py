@@ -367,15 +367,24 @@ LOO_POWERS = (1, 2, 3, 5, 8)
 
 
 def reduced_laprls_loo(Z, gram, labeled, ys, scale):
-    """Leave-one-out predictions of LapRLSClassifier()'s objective restricted to w = V c.
+    """Leave-one-out predictions of LapRLSClassifier()'s objective restricted to w = V c,
+    and three smooth label-based criteria of the same fit.
 
     ``Z`` is X V (V: top right singular vectors of X) with a column of ones (the intercept,
     unpenalised), ``gram`` Zᵀ L^p Z.
-    The objective is LapRLS's, (1/l)‖T − Z_l c‖² + γ_A ‖c‖² + γ_I s cᵀ gram c, with the
-    'scaled' γ_A, γ_I and one-vs-rest ±1 targets T; it is quadratic, so the LOO residual
-    of labeled row i is r_i / (1 − H_ii), H = Z_l A⁻¹ Z_lᵀ / l (the other rows keep their
-    weight 1/l and γ_A, γ_I their values). Returns the LOO labels and
-    the model's coefficients.
+    The objective is LapRLS's, (1/l)‖T − Z_l c‖² + cᵀ P c with P = γ_A I' + γ_I s gram
+    (I' without the intercept), the 'scaled' γ_A, γ_I and one-vs-rest ±1 targets T; it is
+    quadratic, so the LOO residual of labeled row i is r_i / (1 − H_ii), H = Z_l A⁻¹ Z_lᵀ /
+    l, A = Z_lᵀ Z_l / l + P (the other rows keep their weight 1/l and γ_A, γ_I their
+    values). Returns the LOO labels, the model's coefficients and a dict of criteria,
+    each smaller for a better p:
+
+    * ``press``: Σ of the squared LOO residuals;
+    * ``gcv``: l ‖R‖² / (l − tr H)² (generalised cross-validation);
+    * ``evidence``: minus the log marginal likelihood of T under the Gaussian model whose
+      MAP estimate is the fit (T ~ N(0, σ² (I + Z_l P⁻¹ Z_lᵀ / l)) per column, σ²
+      shared and profiled out): (C/2) (log det A − log det P) + (lC/2) log Σ_c J_c, J_c
+      the objective's minimum for column c — the Occam factor that EMR's μ step lacks.
     """
     classes = np.unique(ys[labeled])
     n_classes, n_lab = classes.size, labeled.size
@@ -386,12 +395,22 @@ def reduced_laprls_loo(Z, gram, labeled, ys, scale):
     ridge = np.full(Z.shape[1], scaled_gamma_A(n_lab, n_classes))
     ridge[-1] = 0.0
     Zl = Z[labeled]
-    A = Zl.T @ Zl / n_lab + np.diag(ridge) + scaled_gamma_I(n_lab, n_classes) * scale * gram
+    P = np.diag(ridge) + scaled_gamma_I(n_lab, n_classes) * scale * (gram + gram.T) / 2
+    A = Zl.T @ Zl / n_lab + P
     coef = np.linalg.solve(A, Zl.T @ targets / n_lab)
     hat = np.einsum("ij,ji->i", Zl, np.linalg.solve(A, Zl.T)) / n_lab
-    loo = targets - (targets - Zl @ coef) / (1 - hat)[:, None]
+    resid = targets - Zl @ coef
+    loo = targets - resid / (1 - hat)[:, None]
     pick = (loo[:, 0] > 0).astype(int) if n_classes == 2 else loo.argmax(axis=1)
-    return classes[pick], coef
+    c = targets.shape[1]
+    J = (resid ** 2).sum(axis=0) / n_lab + np.einsum("ic,ij,jc->c", coef, P, coef)
+    criteria = {
+        "press": float(((resid / (1 - hat)[:, None]) ** 2).sum()),
+        "gcv": float(n_lab * (resid ** 2).sum() / (n_lab - hat.sum()) ** 2),
+        "evidence": float(0.5 * c * (np.linalg.slogdet(A)[1] - np.linalg.slogdet(P)[1])
+                          + 0.5 * n_lab * c * np.log(J.sum())),
+    }
+    return classes[pick], coef, criteria
 
 
 def run_loo_powers(name, kind, corpus, args):
@@ -401,7 +420,9 @@ def run_loo_powers(name, kind, corpus, args):
     under LapRLSClassifier()'s objective restricted to the top-r right singular vectors of
     X (exact and cheap there: an (r+1)-square system; r in --loo-dims), the validation
     error and the test error of LapRLSClassifier() on L^p (the full model). Then the test
-    error of the p each rule picks. Read on test labels: the study of a selection rule.
+    error of the p each rule picks — by the LOO error, or by the smooth criteria of
+    :func:`reduced_laprls_loo` (PRESS, GCV, the evidence). Read on test labels: the
+    study of a selection rule.
     """
     X, y, Xt, yt, draw, graph, t_load, t_search = corpus
     dims = [int(r) for r in args.loo_dims.split(",")]
@@ -439,9 +460,11 @@ def run_loo_powers(name, kind, corpus, args):
             model = LapRLSClassifier(graph=graph.with_laplacian(power=p)).fit(X, ys)
             test[p] = 100 * np.mean(model.predict(Xt) != yt)
             valid[p] = 100 * np.mean(model.predict(X[val]) != yv[val])
-        loo = {r: {p: 100 * np.mean(reduced_laprls_loo(
-            spaces[r][0], spaces[r][1][p], labeled, ys, graph.scale_)[0] != ys[labeled])
-            for p in LOO_POWERS} for r in dims}
+        reduced = {r: {p: reduced_laprls_loo(spaces[r][0], spaces[r][1][p], labeled, ys,
+                                             graph.scale_)
+                       for p in LOO_POWERS} for r in dims}
+        loo = {r: {p: 100 * np.mean(reduced[r][p][0] != ys[labeled]) for p in LOO_POWERS}
+               for r in dims}
         fmt = lambda d: " / ".join(f"{d[p]:.1f}" for p in LOO_POWERS)  # noqa: E731
         print(f"| {seed} | {fmt(test)} | {fmt(valid)} | "
               + " | ".join(fmt(loo[r]) for r in dims) + " |", flush=True)
@@ -461,6 +484,9 @@ def run_loo_powers(name, kind, corpus, args):
                          "largest p of least LOO error": max(p for p in powers if e[p] == low),
                          "largest p within 1 SE of the least LOO error":
                              max(p for p in powers if e[p] <= low + se)}
+                for key, what in (("press", "least PRESS"), ("gcv", "least GCV"),
+                                  ("evidence", "greatest evidence")):
+                    rules[what] = min(powers, key=lambda p: reduced[r][p][2][key])
                 for rule, p in rules.items():
                     picks.setdefault(f"p of {tag} by {rule}, r {r}", []).append(test[p])
     print(f"\n| rule ({name}, {args.draws} draws) | test error % of the p it picks (mean) |")
