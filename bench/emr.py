@@ -385,6 +385,8 @@ def reduced_laprls_loo(Z, gram, labeled, ys, scale):
       MAP estimate is the fit (T ~ N(0, σ² (I + Z_l P⁻¹ Z_lᵀ / l)) per column, σ²
       shared and profiled out): (C/2) (log det A − log det P) + (lC/2) log Σ_c J_c, J_c
       the objective's minimum for column c — the Occam factor that EMR's μ step lacks.
+      (Needs P positive definite, as with the normalised Laplacian; with D − W, L1 = 0
+      leaves the intercept unpenalised, log det P = −∞ and the rule meaningless.)
     """
     classes = np.unique(ys[labeled])
     n_classes, n_lab = classes.size, labeled.size

@@ -140,6 +140,11 @@ def test_combined_matvec_and_terms(data):
     np.testing.assert_allclose(out, ref, atol=1e-10)
     np.testing.assert_array_equal(combined_laplacian_matvec(sums, np.zeros(len(graphs)))(F),
                                   np.zeros_like(F))
+    Fc = F + 1j * F[::-1]  # complex: complex128 out, the imaginary part kept
+    refc = sum(wk * (g.laplacian_matrix() @ Fc) for wk, g in zip(w, graphs))
+    gotc = combined_laplacian_matvec(sums, w)(Fc)
+    assert gotc.dtype == np.complex128
+    np.testing.assert_allclose(gotc, refc, atol=1e-10)
     calls = []  # one call per group with weight: its powers share one chain of passes
     counted = [(lambda V, coefs, step=step, **kw: calls.append(sorted(coefs)) or step(
         V, coefs, **kw), pairs) for step, pairs in sums]

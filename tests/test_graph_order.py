@@ -127,9 +127,46 @@ def test_laplacian_power_sum_matches_dense(X_chain, reorder, normalized, c):
     # the power-p matvec is the sum with one term
     np.testing.assert_allclose(g.laplacian_power_sum(Z, {5: 1.0}), g.laplacian_matvec(Z),
                                rtol=0, atol=1e-12 * np.abs(g.laplacian_matvec(Z)).max())
-    for bad in ({}, {0: 1.0}, {1.5: 1.0}):
+    for bad in ({0: 1.0}, {1.5: 1.0}, {True: 1.0}, {101: 1.0}, {"2": 1.0}, {None: 1.0},
+                {2: np.nan}, {2: np.inf}, {2: "2.5"}, {2: True}, {2: None}):
         with pytest.raises(ValueError, match="coefs must map powers"):
             g.laplacian_power_sum(Z, bad)
+    for bad in ({}, [(2, 1.0)], None):
+        with pytest.raises(ValueError, match="coefs must be a non-empty dict"):
+            g.laplacian_power_sum(Z, bad)
+    # weight 0 costs nothing and adds nothing; numpy integer powers are powers
+    np.testing.assert_allclose(g.laplacian_power_sum(Z, {np.int64(3): 1.0, 8: 0.0}),
+                               np.linalg.matrix_power(L, 3) @ Z, rtol=0,
+                               atol=1e-12 * np.abs(Z).max() * 8)
+    np.testing.assert_array_equal(g.laplacian_power_sum(Z, {4: 0.0}), np.zeros(Z.shape))
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_laplacian_power_sum_buffers(X_chain, normalized):
+    # out / work that are unaligned views, no columns, complex64: each as the dense sum
+    g = KNNGraph(n_neighbors=6, normalized=normalized, reorder=True).fit(X_chain)
+    n = X_chain.shape[0]
+    L = dense_laplacian(g.adjacency_, normalized)
+    coefs = {1: 1.0, 2: -0.5, 3: 2.0}
+    Z = np.random.default_rng(0).standard_normal((n, 3))
+    ref = sum(w * np.linalg.matrix_power(L, t) @ Z for t, w in coefs.items())
+
+    def unaligned(size):  # a float64 view one byte into a buffer: C-contiguous, unaligned
+        return np.frombuffer(np.zeros(size * 8 + 1, np.uint8).data, np.float64, size, 1)
+
+    out, work = unaligned(Z.size).reshape(Z.shape), unaligned(Z.size)
+    assert not out.flags.aligned and not work.flags.aligned
+    got = g.laplacian_power_sum(Z, coefs, out=out, work=work)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    assert g.laplacian_power_sum(np.empty((n, 0)), coefs).shape == (n, 0)
+    Zc = (Z + 1j * Z[:, ::-1]).astype(np.complex64)
+    refc = sum(w * np.linalg.matrix_power(L, t) @ Zc.astype(np.complex128)
+               for t, w in coefs.items())
+    gotc = g.laplacian_power_sum(Zc, coefs)
+    assert gotc.dtype == np.complex128
+    np.testing.assert_allclose(gotc, refc, rtol=0, atol=1e-12 * np.abs(refc).max())
+    with pytest.raises(ValueError, match="out must be a complex array"):
+        g.laplacian_power_sum(Zc, coefs, out=np.empty(Z.shape))
 
 
 def test_renumbering_improves_locality(X_chain):

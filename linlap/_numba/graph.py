@@ -6,7 +6,7 @@ from numba import njit, prange, uintp
 from .csr import CHUNKED_MAX_COLUMNS, row_sums4
 from .dispatch import ROW_SUM_FASTMATH, threaded
 
-__all__ = ["laplacian_pass", "scale_rows", "permute_csr", "label_propagation"]
+__all__ = ["laplacian_pass", "scale_rows", "add_scaled", "permute_csr", "label_propagation"]
 
 
 @threaded(fastmath=ROW_SUM_FASTMATH)
@@ -67,6 +67,16 @@ def scale_rows(g, x, src_rows, out):
         s = uintp(src_rows[q]) if gather else uintp(q)
         for col in range(c):
             out[q, col] = gq * x[s, col]
+
+
+@threaded
+def add_scaled(alpha, x, out):
+    """``out += alpha x`` for (n, c) blocks, in place whatever ``out``'s alignment (x
+    float64, out float64)."""
+    c = x.shape[1]
+    for q in prange(out.shape[0]):
+        for col in range(c):
+            out[q, col] += alpha * x[q, col]
 
 
 @threaded

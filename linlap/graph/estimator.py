@@ -16,13 +16,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._memory import check_memory, graph_bytes
-from .._validation import user_stacklevel
+from .._validation import is_finite_real, is_int, user_stacklevel
 from . import reorder as _reorder
 from . import search
 from .laplacian import (LaplacianPasses, laplacian_matrix, laplacian_power,
                         laplacian_power_sum, laplacian_product, laplacian_trace, pass_blocks)
 from .storage import load_graph, save_graph
-from .params import check_graph_params, check_power
+from .params import MAX_POWER, check_graph_params, check_power
 from .weights import weights_matrix
 
 __all__ = ["KNNGraph"]
@@ -75,6 +75,24 @@ def _same_value(a, b):
         return bool(a == b)
     except Exception:  # arrays, objects without a truth value
         return False
+
+
+def _check_power_coefs(coefs):
+    """``coefs`` of :meth:`KNNGraph.laplacian_power_sum` as ``{int t: float}``; ValueError
+    naming what is wrong."""
+    if not isinstance(coefs, dict) or not coefs:
+        raise ValueError(f"coefs must be a non-empty dict mapping powers to weights, got "
+                         f"{coefs!r}.")
+    checked = {}
+    for t, c in coefs.items():
+        if not is_int(t) or not 1 <= t <= MAX_POWER:
+            raise ValueError(f"coefs must map powers t >= 1 to weights: each power an "
+                             f"integer in [1, {MAX_POWER}], got {t!r}.")
+        if not is_finite_real(c):
+            raise ValueError(f"coefs must map powers t >= 1 to weights: each weight a "
+                             f"finite real number, got {c!r} for power {t}.")
+        checked[int(t)] = float(c)
+    return checked
 
 
 class KNNGraph(BaseEstimator):
@@ -558,26 +576,37 @@ class KNNGraph(BaseEstimator):
 
         What an ensemble of powers of one graph needs (``EMRClassifier``): evaluated in
         Horner form, it costs the passes of :meth:`laplacian_matvec` at ``power = max
-        t`` plus one in-place ``axpy`` over Z's block per lower power, instead of one
-        chain of passes per power.
+        t`` plus one in-place addition over Z's block per lower power, instead of one
+        chain of passes per power. Powers of weight 0 cost nothing.
 
         Parameters
         ----------
         Z : ndarray of shape (n_samples,) or (n_samples, m)
-        coefs : dict {int t >= 1: float}
-        out, work : as in :meth:`laplacian_matvec`
+            As in :meth:`laplacian_matvec`.
+        coefs : dict {int t: float}
+            Weight of each power t, an integer in [1, 100] (``MAX_POWER``, as for
+            ``power``); weights finite real numbers.
+        out, work : optional
+            As in :meth:`laplacian_matvec`, but the call still allocates one block of
+            Z's size on a normalised or renumbered graph, or for float32 Z (the start
+            vector of the Horner recursion).
 
         Returns
         -------
-        ndarray of the shape of Z, float64 (``out`` if given)
+        ndarray of the shape of Z
+            float64 (``out`` if given); complex128 for complex Z (plain scipy
+            products; ``out`` must then be complex).
         """
         Z = self._check_pass_input(Z)
-        if not coefs or any(int(t) != t or t < 1 for t in coefs):
-            raise ValueError(f"coefs must map powers t >= 1 to weights, got {coefs!r}.")
-        coefs = {int(t): float(c) for t, c in coefs.items()}
+        coefs = _check_power_coefs(coefs)
+        coefs = {t: c for t, c in coefs.items() if c != 0.0}
         if Z.dtype.kind == "c":
             return self._complex_power_sum(Z, coefs, out)
-        Z2, out, out2, tmp = pass_blocks(Z, out, work, True)
+        top = max(coefs, default=0)
+        Z2, out, out2, tmp = pass_blocks(Z, out, work, top >= 2)
+        if top == 0 or Z2.shape[1] == 0:  # no weight, or no columns
+            out2[...] = 0.0
+            return out
         laplacian_power_sum(self._current_passes(), self.normalized, coefs, Z2, out2, tmp)
         return out
 
@@ -603,9 +632,11 @@ class KNNGraph(BaseEstimator):
         return passes
 
     def _complex_power_sum(self, Z, coefs, out):
-        """Complex Z: plain scipy products (no kernel for it)."""
-        res, total = Z, np.zeros_like(Z)
-        for t in range(1, max(coefs) + 1):
+        """Complex Z: plain scipy products (no kernel for it), in complex128."""
+        if out is not None and not np.iscomplexobj(out):
+            raise ValueError(f"out must be a complex array for complex Z, got {out.dtype}.")
+        res, total = Z, np.zeros(Z.shape, dtype=np.complex128)
+        for t in range(1, max(coefs, default=0) + 1):
             res = self._apply_laplacian(res)
             if t in coefs:
                 total += coefs[t] * res

@@ -131,15 +131,13 @@ def laplacian_power_sum(passes, normalized, coefs, Z2, out2, tmp):
     intermediate pass of :func:`laplacian_power` and ``v = S z``,
     ``Σ_t c_t L^t z = L S⁻¹ h_1`` with ``h_T = c_T v`` and ``h_j = M h_{j+1} + c_j v``
     (T = max t): T − 1 intermediate passes, the first scaled by ``c_T`` and reading v
-    itself, one in-place ``axpy`` per lower power with a weight, and the last pass
+    itself, one in-place ``out += c_j v`` per lower power with a weight, and the last pass
     of :func:`laplacian_power` (scaling and the rows' original order fused into it).
-    So a sum costs what ``L^T z`` costs, plus one n × c ``axpy`` per extra power.
+    So a sum costs what ``L^T z`` costs, plus one n × c addition per extra power.
     ``tmp`` is scratch of Z2's shape (float64); one more such block is allocated on a
     normalised or renumbered graph (v) and for float32 Z2.
     """
-    from scipy.linalg.blas import daxpy
-
-    from .._numba.graph import laplacian_pass, scale_rows
+    from .._numba.graph import add_scaled, laplacian_pass, scale_rows
 
     n, c = Z2.shape
     top = max(coefs)
@@ -160,7 +158,7 @@ def laplacian_power_sum(passes, normalized, coefs, Z2, out2, tmp):
         laplacian_pass(indptr, indices, data, x, mid[0], mid[1], scale, dest, _NO_ROWS,
                        work=work)
         if coefs.get(j, 0.0) != 0.0:
-            daxpy(v.reshape(-1), dest.reshape(-1), a=float(coefs[j]))
+            add_scaled(float(coefs[j]), v, dest, work=n * c)
         x, scale = dest, 1.0
     laplacian_pass(indptr, indices, data, x, last[0], last[1], scale, out2,
                    _NO_ROWS if order is None else order, work=work)

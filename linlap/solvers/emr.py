@@ -122,8 +122,8 @@ def combined_laplacian_matvec(groups, weights):
 
     def matvec(F, out=None, work=None):
         F = np.asarray(F)
-        if out is None:
-            out = np.empty(F.shape)
+        if out is None:  # float64, or complex128 for complex F
+            out = np.empty(F.shape, dtype=np.result_type(F.dtype, np.float64))
         if not live:
             out[...] = 0.0
             return out
