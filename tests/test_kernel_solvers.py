@@ -578,3 +578,49 @@ def test_well_conditioned_dense_solves_pass_the_check_unchanged(loss):
                             -(2.0 / l) * E * (b - target) - 2 * c * M @ np.full(n, b))
         rel = relative_gradient(K, y, rows, P["Lmv"], a[None], np.array([b]), **kw)
         assert rel[0] > 1e-3
+
+
+def test_pcg_checks_its_convergence_on_the_recomputed_gradient():
+    # An ill-conditioned K (polynomial kernel on rows of norm 1e3, K ~ 1e12): the f, L^p f
+    # and gradient PCG updates drift from K α + b, and the run used to end as 'tol' with
+    # a recomputed relative gradient of 0.56 and a history J below the minimum. Now it
+    # restarts from the recomputed gradient and, unable to meet tol=1e-9 in float64,
+    # says so ('stalled', or 'max_iter' when the restarts keep finding descent); the
+    # returned decision is K α + b whatever the stop.
+    from linlap import KNNGraph
+    from linlap.solvers.kernel_newton import relative_gradient
+    from linlap.solvers.kernel_pcg import kernel_scale
+
+    rng = np.random.default_rng(1)
+    n = 80
+    X = rng.standard_normal((n, 6))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    truth = (X @ rng.standard_normal(6) > 0).astype(int)
+    rows = np.sort(np.concatenate([np.flatnonzero(truth == c)[:10] for c in (0, 1)]))
+    t = np.where(truth[rows] == 1, 1.0, -1.0)
+    g = KNNGraph(n_neighbors=6, power=2, algorithm="exact").fit(X)
+    op = GramOperator(X * 1e3, kernel="poly", gamma=1.0, degree=2, coef0=1.0)
+    K = op.dense()
+    kw = dict(n_samples=n, gamma_A=1e-4, gamma_I=1.0, scale=g.scale_, loss="squared",
+              kernel_scale=kernel_scale(op.diagonal()))
+    with pytest.warns(ConvergenceWarning, match="stalled|max_iter"):
+        sol = kernel_pcg(lambda V: K @ V, t, rows, g.laplacian_matvec, tol=1e-9,
+                         max_iter=3000, **kw)
+    assert sol.stop_reason in ("stalled", "max_iter") and not sol.converged
+    # at a tol the recomputed gradient can meet, the same problem converges, verified,
+    # and returns f = K α + b and its J
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sol = kernel_pcg(lambda V: K @ V, t, rows, g.laplacian_matvec, tol=1e-6,
+                         max_iter=5000, **kw)
+    assert sol.stop_reason == "tol"
+    a, b = sol.dual_coef[0], sol.intercept[0]
+    np.testing.assert_allclose(sol.decision[:, 0], K @ a + b, rtol=0,
+                               atol=1e-12 * (np.abs(K) @ np.abs(a)).max())
+    J = kernel_objective(lambda V: K @ V, t, rows, g.laplacian_matvec, sol.dual_coef,
+                         sol.intercept, gamma_A=1e-4, gamma_I=1.0, scale=g.scale_,
+                         loss="squared")
+    np.testing.assert_allclose(sol.history[-1], J, rtol=1e-8)
+    rel = relative_gradient(K, t, rows, g.laplacian_matvec, sol.dual_coef, sol.intercept,
+                            gamma_A=1e-4, gamma_I=1.0, scale=g.scale_, loss="squared")
+    assert np.max(rel) <= 1e-6

@@ -128,8 +128,8 @@ def kernel_newton(K, targets, labeled_rows, laplacian_matvec, *, gamma_A, gamma_
     to J in exact arithmetic, not to f = Kα in floating point) — and warns: a
     :class:`scipy.linalg.LinAlgWarning` when PCG reached ``rtol``, a
     :class:`~sklearn.exceptions.ConvergenceWarning` saying that the result is not the
-    minimiser when it did not. The result is then PCG's (``stop_reason`` 'tol' or
-    'max_iter'). (LAPACK's condition estimate, on which ``scipy.linalg.solve`` warns
+    minimiser when it did not. The result is then PCG's (``stop_reason`` 'tol',
+    'max_iter' or 'stalled'). (LAPACK's condition estimate, on which ``scipy.linalg.solve`` warns
     when rcond < ε, is not the test: it bounds the error in α a priori, in the worst
     case, while J depends on f; on the problems measured it let solves through with a
     relative gradient of 3e-3 (rcond 1.5e-15). The residual measures the returned
@@ -334,8 +334,10 @@ def _pcg_fallback(K, Y, rows, laplacian_matvec, what, rel, init, *, gamma_A, gam
                       f"which reached rtol in {sol.n_iter} iterations. To keep the dense "
                       f"solver: {REMEDIES}.", LinAlgWarning, stacklevel=user_stacklevel())
     else:
+        how = (f"stopped at max_iter={max_iter}" if sol.stop_reason == "max_iter" else
+               f"stalled after {sol.n_iter} iterations (float64 round-off)")
         warnings.warn(f"{why}, and PCG (solver='pcg' without early stopping), which took "
-                      f"over, stopped at max_iter={max_iter} with a relative gradient of "
+                      f"over, {how} with a relative gradient of "
                       f"{sol.residual:.1e}: the returned model is not the minimiser of J. "
                       f"{REMEDIES[0].upper() + REMEDIES[1:]}; or raise max_iter.",
                       ConvergenceWarning, stacklevel=user_stacklevel())

@@ -62,9 +62,11 @@ class KernelSolution:
         PCG iterations, or Newton steps (the largest over columns).
     converged : bool
         The gradient tolerance (PCG), the error-vector test (Newton) or an early
-        stopping check ended the run (False only when ``max_iter`` did).
+        stopping check ended the run (False when ``max_iter`` did, or PCG 'stalled').
     stop_reason : str
-        'tol', 'stability', 'validation', 'mixed' or 'max_iter' ('newton' for Newton).
+        'tol', 'stability', 'validation', 'mixed', 'max_iter' or 'stalled' (PCG's
+        recomputed gradient stayed above tol: see :func:`kernel_pcg`); 'newton' for
+        Newton.
     residual : float
         Largest relative preconditioned gradient norm ``√(∇ᵀP⁻¹∇ / ∇₀ᵀP⁻¹∇₀)`` at the
         end (PCG; 0.0 for a converged Newton run).
@@ -215,6 +217,16 @@ def kernel_line_search(y, o, od, slope, curv, n_labeled, loss="squared_hinge"):
 
 
 # -- PCG (Algorithm 1) --------------------------------------------------------------------
+#: Restarts from the recomputed gradient when a run that met tol on its updated
+#: gradient fails it on the recomputed one (drift on an ill-conditioned K); then 'stalled'
+VERIFY_RESTARTS = 3
+#: The recomputed gradient is checked against max(tol, VERIFY_FLOOR): recomputing f = Kα
+#: + b has its own round-off, about 1e-9 of the gradient at zero on well-posed problems
+#: (tests/test_kernel_solvers.py at tol=1e-10), so below ≈ √ε the check cannot tell drift
+#: from round-off and the updated gradient is trusted as before
+VERIFY_FLOOR = 1e-8
+
+
 def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samples,
                gamma_A, gamma_I, scale, loss="squared_hinge", fit_intercept=True, tol=1e-6,
                max_iter=1000, early_stopping=None, unlabeled_rows=None, check_every=None,
@@ -238,6 +250,14 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
 
     Stopping (in every mode a column stops when ``√(∇̂ᵀ∇ / ∇̂₀ᵀ∇₀) ≤ tol``, ∇₀ the
     gradient at z = 0, or when no descent is left at machine precision):
+
+    * A run that meets ``tol`` on its updated gradient is checked on f, L^p f and the
+      gradient recomputed from (α, b): on an ill-conditioned K the updated ones drift.
+      Columns above ``max(tol, 1e-8)`` (``VERIFY_FLOOR``: recomputing has round-off of
+      its own) restart from the recomputed gradient, at most ``VERIFY_RESTARTS`` (3)
+      times; a restart that finds no descent ends as 'tol' (the minimiser to machine
+      precision), one still above after the last restart as 'stalled' (not converged,
+      ConvergenceWarning). Every run returns f = K α + b recomputed.
 
     * ``early_stopping=None``: run until every column meets ``tol`` (or ``max_iter``).
     * ``'stability'`` (Algorithm 2): every θ iterations (θ = ``check_every``, default
@@ -386,83 +406,125 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         val_idx = np.asarray(val_idx)
         prev_err = val_idx.size
     stop_reason, t = "tol", 0
-    while active.any():
-        if t >= max_iter:
-            stop_reason = "max_iter"
-            break
-        t += 1
-        cols = np.flatnonzero(active)
-        Dc, KDc = D[:, cols], KD[:, cols]
-        Fd = KDc + db[cols]
-        slope = 2.0 * gamma_A * np.einsum("ij,ij->j", F[:, cols] - b[cols], Dc)
-        curv = gamma_A * np.einsum("ij,ij->j", Dc, KDc)
-        if graph:
-            MFd = Mmul(Fd)
-            slope = slope + gs * np.einsum("ij,ij->j", MF[:, cols], Fd)
-            curv = curv + 0.5 * gs * np.einsum("ij,ij->j", Fd, MFd)
-        steps, pieces = np.zeros(cols.size), np.zeros(cols.size)
-        for j, c in enumerate(cols):
-            steps[j], pieces[j] = kernel_line_search(Y[:, c], F[rows, c], Fd[rows, j],
-                                                     slope[j], curv[j], l, loss)
-        ls_pieces.append(float(pieces.mean()))
-        A[:, cols] += steps * Dc
-        b[cols] += steps * db[cols]
-        F[:, cols] += steps * Fd
-        if graph:
-            MF[:, cols] += steps * MFd
-        Gn, gbn = gradient(cols)
-        KGn = np.asarray(kernel_matvec(Gn))
-        gPgn = gbn * gbn + np.einsum("ij,ij->j", Gn, KGn)
-        _check_finite_gradient(gPgn, t)
-        cross = gbn * gb[cols] + np.einsum("ij,ij->j", KGn, G[:, cols])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rho = np.where(gPg[cols] > 0, (gPgn - cross) / gPg[cols], 0.0)
-        rho = np.maximum(rho, 0.0)
-        # No descent along d (φ′(0) ≥ 0 by round-off near the optimum): restart with
-        # the steepest direction; if that was already the direction, the column is
-        # at the optimum to machine precision.
-        stuck = steps == 0.0
-        rho[stuck] = 0.0
-        done = stuck & steepest[cols]
-        steepest[cols] = rho == 0.0
-        D[:, cols] = -Gn + rho * Dc
-        KD[:, cols] = -KGn + rho * KDc
-        db[cols] = -gbn + rho * db[cols]
-        G[:, cols], gb[cols], gPg[cols] = Gn, gbn, gPgn
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel[cols] = np.sqrt(np.maximum(gPgn, 0.0) / gPg0[cols])
-        active[cols] = (rel[cols] > tol) & ~done
-        history.append(objective())
-        if callback is not None:
-            callback(t, float(rel.max()))
-        if early_stopping is not None and t % theta == 0 and active.any():
-            rec = {"iteration": t}
-            stable = improved = None
-            if early_stopping in ("stability", "mixed"):
-                pred = predict_index(F[U])
-                if prev_pred is not None:
-                    rec["changed"] = float(np.mean(pred != prev_pred))
-                    stable = rec["changed"] < stability_tol
-                else:
-                    stable = False
-                prev_pred = pred
-            if early_stopping in ("validation", "mixed"):
-                err = int(np.count_nonzero(
-                    predict_index(np.asarray(val_decision(A.T, b))) != val_idx))
-                rec["val_errors"] = err
-                improved = err <= prev_err - 1
-                prev_err = err
-            checks.append(rec)
-            stop = {"stability": stable, "validation": not improved,
-                    "mixed": stable and not improved}[early_stopping]
-            if stop:
-                stop_reason = early_stopping
+    restarts, progressed = 0, True
+    while True:
+        while active.any():
+            if t >= max_iter:
+                stop_reason = "max_iter"
                 break
-    converged = stop_reason != "max_iter"
-    if not converged:
+            t += 1
+            cols = np.flatnonzero(active)
+            Dc, KDc = D[:, cols], KD[:, cols]
+            Fd = KDc + db[cols]
+            slope = 2.0 * gamma_A * np.einsum("ij,ij->j", F[:, cols] - b[cols], Dc)
+            curv = gamma_A * np.einsum("ij,ij->j", Dc, KDc)
+            if graph:
+                MFd = Mmul(Fd)
+                slope = slope + gs * np.einsum("ij,ij->j", MF[:, cols], Fd)
+                curv = curv + 0.5 * gs * np.einsum("ij,ij->j", Fd, MFd)
+            steps, pieces = np.zeros(cols.size), np.zeros(cols.size)
+            for j, c in enumerate(cols):
+                steps[j], pieces[j] = kernel_line_search(Y[:, c], F[rows, c], Fd[rows, j],
+                                                         slope[j], curv[j], l, loss)
+            ls_pieces.append(float(pieces.mean()))
+            progressed |= bool(np.any(steps != 0.0))
+            A[:, cols] += steps * Dc
+            b[cols] += steps * db[cols]
+            F[:, cols] += steps * Fd
+            if graph:
+                MF[:, cols] += steps * MFd
+            Gn, gbn = gradient(cols)
+            KGn = np.asarray(kernel_matvec(Gn))
+            gPgn = gbn * gbn + np.einsum("ij,ij->j", Gn, KGn)
+            _check_finite_gradient(gPgn, t)
+            cross = gbn * gb[cols] + np.einsum("ij,ij->j", KGn, G[:, cols])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rho = np.where(gPg[cols] > 0, (gPgn - cross) / gPg[cols], 0.0)
+            rho = np.maximum(rho, 0.0)
+            # No descent along d (φ′(0) ≥ 0 by round-off near the optimum): restart with
+            # the steepest direction; if that was already the direction, the column is
+            # at the optimum to machine precision.
+            stuck = steps == 0.0
+            rho[stuck] = 0.0
+            done = stuck & steepest[cols]
+            steepest[cols] = rho == 0.0
+            D[:, cols] = -Gn + rho * Dc
+            KD[:, cols] = -KGn + rho * KDc
+            db[cols] = -gbn + rho * db[cols]
+            G[:, cols], gb[cols], gPg[cols] = Gn, gbn, gPgn
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel[cols] = np.sqrt(np.maximum(gPgn, 0.0) / gPg0[cols])
+            active[cols] = (rel[cols] > tol) & ~done
+            history.append(objective())
+            if callback is not None:
+                callback(t, float(rel.max()))
+            if early_stopping is not None and t % theta == 0 and active.any():
+                rec = {"iteration": t}
+                stable = improved = None
+                if early_stopping in ("stability", "mixed"):
+                    pred = predict_index(F[U])
+                    if prev_pred is not None:
+                        rec["changed"] = float(np.mean(pred != prev_pred))
+                        stable = rec["changed"] < stability_tol
+                    else:
+                        stable = False
+                    prev_pred = pred
+                if early_stopping in ("validation", "mixed"):
+                    err = int(np.count_nonzero(
+                        predict_index(np.asarray(val_decision(A.T, b))) != val_idx))
+                    rec["val_errors"] = err
+                    improved = err <= prev_err - 1
+                    prev_err = err
+                checks.append(rec)
+                stop = {"stability": stable, "validation": not improved,
+                        "mixed": stable and not improved}[early_stopping]
+                if stop:
+                    stop_reason = early_stopping
+                    break
+        if stop_reason != "tol":
+            break
+        # The run claims the minimiser: check it on f, L^p f and the gradient recomputed
+        # from (α, b). Updated over many iterations they drift from K α + b on an
+        # ill-conditioned K, and a run can end on a gradient that is not the true one.
+        F = np.asarray(kernel_matvec(A)) + b
+        if graph:
+            MF = Mmul(F)
+        G, gb = gradient(allc)
+        KG = np.asarray(kernel_matvec(G))
+        gPg = gb * gb + np.einsum("ij,ij->j", G, KG)
+        _check_finite_gradient(gPg, t)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(gPg0 > 0, np.sqrt(np.maximum(gPg, 0.0) / gPg0), 0.0)
+        history[-1] = objective()
+        active = rel > max(tol, VERIFY_FLOOR)
+        if not active.any() or not progressed:
+            # met on the recomputed gradient, or a restart from it found no descent:
+            # the minimiser to machine precision (the 'tol' exit's second case)
+            break
+        if restarts == VERIFY_RESTARTS or t >= max_iter:
+            stop_reason = "stalled" if t < max_iter else "max_iter"
+            break
+        restarts, progressed = restarts + 1, False  # restart from the recomputed gradient
+        D, db, KD = -G, -gb, -KG
+        steepest[:] = True
+    if stop_reason != "tol" and stop_reason != "stalled":
+        # f returned as K α + b (transduction_ and the decisions agree with predict)
+        F = np.asarray(kernel_matvec(A)) + b
+        if graph:
+            MF = Mmul(F)
+        history[-1] = objective()
+    converged = stop_reason not in ("max_iter", "stalled")
+    if stop_reason == "max_iter":
         warnings.warn(f"Kernel PCG stopped at max_iter={max_iter} without meeting tol="
                       f"{tol:g} (relative gradient {rel.max():.2e}) or an early stopping "
                       "check; increase max_iter.", ConvergenceWarning, stacklevel=2)
+    elif stop_reason == "stalled":
+        warnings.warn(f"Kernel PCG stalled: its relative gradient, recomputed from α and "
+                      f"b, stays at {rel.max():.2e}, above tol={tol:g}, after "
+                      f"{VERIFY_RESTARTS} restarts (K is too ill-conditioned for float64 at "
+                      f"this tol); the model is not the minimiser of J. Normalise the rows "
+                      f"of X, lower the kernel's gamma or degree, raise gamma_A, or loosen "
+                      f"tol.", ConvergenceWarning, stacklevel=2)
     return KernelSolution(A.T / sigma, b, F, t, converged, stop_reason, float(rel.max()),
                           np.array(history), ls_pieces, checks)
 
