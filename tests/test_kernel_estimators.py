@@ -349,6 +349,7 @@ def test_dense_fit_with_a_huge_laplacian_power_warns_that_it_is_not_the_minimise
 
 
 def test_row_norm_warnings_of_the_kernel_classifiers():
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     X, truth, y, g = gaussian_rows()
@@ -365,6 +366,15 @@ def test_row_norm_warnings_of_the_kernel_classifiers():
         messages = [str(w.message) for w in record]
         assert any(m.startswith("The rows of X are not normalised") for m in messages)
         assert any("norms around 2.6" in m for m in messages) == (kernel == "linear")
+    # the polynomial kernel depends on the rows' scale unless gamma='scale'
+    with pytest.warns(UserWarning, match="norms around 1e\\+03.*kernel='poly' and gamma=1.0"):
+        KernelLapRLSClassifier(kernel="poly", gamma=1.0, degree=2, solver="pcg", graph=g,
+                               max_iter=5).fit(X * 1e3, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        KernelLapRLSClassifier(kernel="poly", degree=2, solver="pcg", graph=g,
+                               max_iter=5).fit(X * 1e3, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         # the RBF kernel compares distances: no warning on either

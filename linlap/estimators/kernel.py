@@ -45,7 +45,7 @@ def _resolve_gamma(gamma, X):
     return gamma
 
 
-def check_kernel_row_norms(X, kernel, gamma_A):
+def check_kernel_row_norms(X, kernel, gamma_A, gamma="scale"):
     """The row-norm warnings of the linear classifiers
     (:func:`~linlap.estimators._base.check_row_norms`), where they mean something here.
 
@@ -53,26 +53,33 @@ def check_kernel_row_norms(X, kernel, gamma_A):
       more than 2×). The decision values grow with a row's norm under these kernels, as
       ``x·w`` does for the linear classifiers, so the graph term smooths document length.
       (The RBF kernel compares distances; it is left alone.)
-    * Linear kernel: the rows' median norm m outside ``UNIT_NORM_RANGE`` (0.7 to 2). K
-      scales with m², which acts as ``gamma_A / m²`` — the defaults were chosen on rows of
-      norm 1 — and rows of large norm make the dense solvers' systems ill-conditioned
-      (rows of norm 1e6 with the default gamma_A: a ridge of 1e-16 on unit rows). (With
-      ``gamma='scale'`` the polynomial kernel does not depend on the rows' scale.)
+    * Linear kernel, and the polynomial kernel with a ``gamma`` other than 'scale': the
+      rows' median norm m outside ``UNIT_NORM_RANGE`` (0.7 to 2). Linear K scales with
+      m², which acts as ``gamma_A / m²`` — the defaults were chosen on rows of norm 1 —
+      and rows of large norm make the systems ill-conditioned (rows of norm 1e6 with the
+      default gamma_A: a ridge of 1e-16 on unit rows); polynomial K grows up to m^(2
+      degree), and PCG may stall on it. (With ``gamma='scale'``, 1 / (d Var(X)), the
+      polynomial kernel does not depend on the rows' scale.)
 
     Unit rows (TF-IDF's default ``norm='l2'``) never warn; empty rows are ignored.
     """
     if kernel not in ("linear", "poly", "polynomial"):
         return
     def median_message(mid):
+        if kernel == "linear":
+            how = (f"with kernel='linear' K grows with the square of the rows' norm, so "
+                   f"gamma_A={gamma_A:g} acts as {gamma_A / mid ** 2:.3g} would on unit rows,")
+        else:
+            how = (f"with kernel='poly' and gamma={gamma!r} (not 'scale') K grows with the "
+                   f"rows' norm up to the power 2 x degree,")
         return (f"The rows of X have norms around {mid:.3g}, and the kernel classifiers' "
-                f"defaults were chosen on rows of norm 1 (TF-IDF's): with kernel='linear' K "
-                f"grows with the square of the rows' norm, so gamma_A={gamma_A:g} acts as "
-                f"{gamma_A / mid ** 2:.3g} would on unit rows, and rows of large norm make "
-                f"the dense solvers' systems ill-conditioned. Normalise the rows "
-                f"(sklearn.preprocessing.Normalizer()), or choose gamma_A for this scale.")
+                f"defaults were chosen on rows of norm 1 (TF-IDF's): {how} and rows of "
+                f"large norm make the solvers' systems ill-conditioned. Normalise the rows "
+                f"(sklearn.preprocessing.Normalizer()), or choose gamma_A (and gamma) for "
+                f"this scale.")
 
-    check_row_norms(row_squared_norms(X), False,
-                    median_message if kernel == "linear" else None)
+    scale_free = kernel != "linear" and isinstance(gamma, str) and gamma == "scale"
+    check_row_norms(row_squared_norms(X), False, None if scale_free else median_message)
 
 
 class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
@@ -174,7 +181,7 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
         t0 = time.perf_counter()
         self._check_params()
         X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(X, y)
-        check_kernel_row_norms(X, self.kernel, self.gamma_A)
+        check_kernel_row_norms(X, self.kernel, self.gamma_A, self.gamma)
         n = X.shape[0]
         solver = self._resolve_solver(n)
         self._check_size(n, solver)
