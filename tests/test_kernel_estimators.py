@@ -389,3 +389,40 @@ def test_row_norm_warnings_of_the_kernel_classifiers():
         gt = KNNGraph(n_neighbors=5).fit(T)
         for kernel in ("linear", "poly", "rbf"):
             KernelLapRLSClassifier(kernel=kernel, graph=gt).fit(T, labels)
+
+
+def test_rows_too_small_for_float64():
+    # rows of norm 1e-160: K's mean diagonal is subnormal (PCG's kernel_scale falls back
+    # to 1 instead of overflowing gamma_A / sigma and blaming gamma_A), and gamma='scale'
+    # would be infinite (said so, not "gamma must be finite")
+    from linlap.solvers.kernel_pcg import kernel_scale
+
+    assert kernel_scale(np.full(5, 1e-320)) == 1.0 and kernel_scale(np.full(5, 4.0)) == 4.0
+    X, truth, y, g = gaussian_rows()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the rows' scale, warned
+        clf = KernelLapRLSClassifier(kernel="linear", gamma=1.0, solver="pcg",
+                                     graph=g).fit(X * 1e-160, y)
+        assert clf.stop_reason_ == "tol"
+        with pytest.raises(ValueError, match="gamma='scale' is 1 / \\(n_features x X.var"):
+            KernelLapRLSClassifier(kernel="linear", graph=g).fit(X * 1e-160, y)
+
+
+def test_a_document_labeled_with_both_classes_is_no_ill_conditioned_solve():
+    # two identical rows with opposite labels: K annihilates the gradient at z = 0, so the
+    # zero model is a minimiser; the relative gradient of the dense solve was inf (0 in
+    # the denominator), a spurious LinAlgWarning and a fallback to PCG
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((80, 6))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X[1] = X[0]
+    y = np.full(80, -1)
+    y[0], y[1] = 0, 1
+    g = KNNGraph(n_neighbors=6, power=2, algorithm="exact").fit(X)
+    for est in (KernelLapRLSClassifier(solver="direct", graph=g),
+                KernelLapSVMClassifier(solver="newton", graph=g)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            est.fit(X, y)
+        assert est.solver_ == est.solver
+        assert np.abs(est.decision_function(X)).max() < 1e-9

@@ -41,7 +41,14 @@ def _resolve_gamma(gamma, X):
             var = float(X.multiply(X).mean() - mean ** 2)
         else:
             var = float(X.var())
-        return 1.0 / (d * var) if var > 0 else 1.0
+        if not var > 0:
+            return 1.0
+        gamma = 1.0 / (d * var)
+        if not np.isfinite(gamma):
+            raise ValueError(f"gamma='scale' is 1 / (n_features x X.var()) = {gamma}: the "
+                             f"values of X are too small for float64 (variance {var:.3g}). "
+                             f"Normalise the rows of X (sklearn.preprocessing.Normalizer()).")
+        return gamma
     return gamma
 
 

@@ -87,9 +87,13 @@ def relative_gradient(K, targets, labeled_rows, laplacian_matvec, dual_coef, int
     sigma = kernel_scale(np.diagonal(K))
     num = gb * gb + np.einsum("ij,ij->j", G, K @ G) / sigma
     den = gb0 * gb0 + np.einsum("ij,ij->j", G0, K[np.ix_(rows, rows)] @ G0) / sigma
+    # den = 0 with targets: K annihilates the gradient at z = 0 (one document labeled with
+    # both classes), so z = 0 is a minimiser; measure against that gradient with K / σ
+    # (unit mean diagonal) taken as I, not against 0 (which made any round-off infinite)
+    den = np.where(den > 0, den, gb0 * gb0 + np.einsum("ij,ij->j", G0, G0))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rel = np.sqrt(np.maximum(num, 0.0) / den)
-    # den = 0: all-zero targets, whose minimiser is z = 0; NaN: an overflow
+    # den = 0 still: all-zero targets, whose minimiser is z = 0; NaN: an overflow
     rel = np.where(den > 0, rel, np.where(num > 0, np.inf, 0.0))
     return np.where(np.isnan(rel), np.inf, rel)
 

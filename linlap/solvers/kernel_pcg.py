@@ -96,7 +96,9 @@ class KernelSolution:
 
 # -- checks ---------------------------------------------------------------------------
 def kernel_scale(diagonal):
-    """σ = mean of diag(K), given that diagonal (1 when it is not a positive finite number).
+    """σ = mean of diag(K), given that diagonal (1 when it is not a positive finite
+    normal number: a subnormal σ, as for rows of norm 1e-160 under the linear kernel, would
+    make γ_A / σ overflow).
 
     :func:`kernel_pcg` runs on ``K / σ`` (``kernel_scale=σ``) so that the bias block of its
     preconditioner ``blockdiag(1, K)`` weighs as the α block does: with K ~ 10¹² (rows of
@@ -104,7 +106,7 @@ def kernel_scale(diagonal):
     stopping rule. σ = 1 for the RBF kernel and for unit rows under the linear kernel.
     """
     sigma = float(np.mean(diagonal)) if len(diagonal) else 1.0
-    return sigma if np.isfinite(sigma) and sigma > 0 else 1.0
+    return sigma if np.isfinite(sigma) and sigma >= np.finfo(np.float64).tiny else 1.0
 
 
 def _check_problem(n, targets, labeled_rows, gamma_A, gamma_I, scale, loss):
