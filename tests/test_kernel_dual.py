@@ -301,3 +301,16 @@ def test_duality_gap_bounds_the_distance_to_the_minimum(normalized):
     assert sol.dual_value[0] <= J_ref + 1e-7 <= sol.history[0, 0] + 2e-7
     with pytest.warns(ConvergenceWarning, match="did not reach the minimiser within gap_tol"):
         kernel_lapsvm_dual(P["op"].matvec, Y, rows, lambda F: M @ F, gap_tol=1e-14, **kw)
+
+
+def test_a_dual_value_above_J_is_no_certificate():
+    # On an ill-conditioned problem D(β) comes from the CG's inexact solve and can exceed
+    # J: a gap below −gap_tol passed the one-sided check silently
+    Xu, _, rows, y, _ = unit_rows_problem(80, 3)
+    Lm = random_laplacian(80, np.random.default_rng(13), normalized=False)
+    M, s = Lm @ Lm, 1 / np.trace(Lm)
+    K = (Xu * 3e5) @ (Xu * 3e5).T
+    with pytest.warns(ConvergenceWarning, match="dual value exceeds"):
+        sol = kernel_lapsvm_dual(lambda V: K @ V, y, rows, lambda F: M @ F, n_samples=80,
+                                 gamma_A=1e-4, gamma_I=1.0, scale=s)
+    assert sol.gap[0] < -1e-3

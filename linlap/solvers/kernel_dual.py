@@ -61,10 +61,11 @@ the one already solved in step 1.
 The check. J of the returned (α, b) is evaluated with ``f = Kα + b`` recomputed, and
 compared with the dual value ``D(β) = Σβ − ½ vᵀ J K A⁻¹ Jᵀ v − b sᵀβ + q b²``
 (``v = y∘β``, ``s = y∘a``; for the free bias and without an intercept the b terms
-vanish), a lower bound on min J. A duality gap above ``gap_tol`` (1e-3; J of the zero
-model is 1) means the model may not be the minimiser (a loose ``tol``, an iteration
-limit, or a problem too ill-conditioned for floating point): a ConvergenceWarning gives
-it; a model worse than the zero model (J > 1 + gap_tol) raises a ValueError that names
+vanish), a lower bound on min J up to the CG's solve (with the inexact A⁻¹Jᵀ of an
+ill-conditioned problem it can exceed min J, and the gap then understates J − min J). A
+duality gap above ``gap_tol`` in absolute value (1e-3; J of the zero model is 1) means
+the model may not be the minimiser (a loose ``tol``, an iteration limit, or a problem too
+ill-conditioned for floating point): a ConvergenceWarning gives it; a model worse than the zero model (J > 1 + gap_tol) raises a ValueError that names
 the remedies.
 """
 
@@ -112,7 +113,7 @@ class DualSolution(KernelSolution):
         The dual value D(β), a lower bound on min J (see :func:`kernel_lapsvm_dual`).
     gap : ndarray of shape (n_columns,)
         The duality gap ``J − D(β)``: J of the returned model is at most this above
-        the minimum.
+        the minimum when the CG's solve is exact (see :func:`kernel_lapsvm_dual`).
     """
 
 
@@ -293,7 +294,7 @@ def _report_gap(J, gap, gap_tol, tol, cg_ok, qp_ok):
     model (J of α = 0, b = 0 is 1), else a ConvergenceWarning that gives the gap."""
     wrong = ~(J < 1.0 + gap_tol)   # (NaN too)
     worst = int(np.argmax(wrong)) if wrong.any() else \
-        int(np.argmax(np.where(np.isnan(gap), np.inf, gap)))
+        int(np.argmax(np.where(np.isnan(gap), np.inf, np.abs(gap))))
     Jw, gw = J[worst], gap[worst]
     limits = "" if cg_ok and qp_ok else (
         f" The {'CG of step 1' if not cg_ok else 'QP of step 2'} stopped at its iteration "
@@ -311,10 +312,15 @@ def _report_gap(J, gap, gap_tol, tol, cg_ok, qp_ok):
             f"because the problem is too ill-conditioned for its linear system and QP in "
             f"floating point (K and the graph term L^p huge against gamma_A).{limits} To "
             f"fit it, {remedies}.")
+    how = (f"the returned model's J = {Jw:.6g} may be {gw:.3g} or more above it (the "
+           f"duality gap, itself computed with the CG's inexact solve; the zero model's J "
+           f"is 1)" if gw > 0 else
+           f"its dual value exceeds the returned model's J = {Jw:.6g} by {-gw:.3g}, which "
+           f"a dual value cannot: the CG's inexact solve leaves no certificate that the "
+           f"model is the minimiser")
     warnings.warn(
         f"The hinge-loss dual (solver='dual') did not reach the minimiser within gap_tol="
-        f"{gap_tol:g}: the returned model's J = {Jw:.6g} may be up to {gw:.3g} above it "
-        f"(the duality gap; the zero model's J is 1).{limits} Lower tol (the CG's relative "
+        f"{gap_tol:g}: {how}.{limits} Lower tol (the CG's relative "
         f"residual, {tol:g}) or raise max_iter; if the problem is ill-conditioned, "
         f"{remedies}.", ConvergenceWarning, stacklevel=user_stacklevel())
 
@@ -361,8 +367,8 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
     qp_max_iter : int
         Sweeps of the coordinate descent (libsvm runs to its own tolerance).
     gap_tol : float
-        Largest duality gap ``J − D(β)`` of a column accepted without a warning (see the
-        Notes; J of the zero model is 1).
+        Largest duality gap ``|J − D(β)|`` of a column accepted without a warning (see
+        the Notes; J of the zero model is 1).
 
     Returns
     -------
@@ -380,7 +386,8 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
     Warns
     -----
     ConvergenceWarning
-        When a column's duality gap exceeds ``gap_tol`` otherwise (and, as before, when
+        When a column's duality gap exceeds ``gap_tol`` in absolute value otherwise
+        (a negative one: D(β) above J, no certificate) (and, as before, when
         the CG or the QP stops at its iteration limit).
 
     Notes
@@ -489,7 +496,9 @@ def kernel_lapsvm_dual(kernel_matvec, targets, labeled_rows, laplacian_matvec, *
         D = B.sum(axis=1) - 0.5 * np.einsum("ij,ij->j", V, G @ V)
     with np.errstate(invalid="ignore"):
         gap = J - D
-    if not np.all(gap <= gap_tol):  # (NaN too)
+    # |gap|: D(β) is a lower bound on min J only up to the CG's solve, so a gap below
+    # −gap_tol says the certificate is not valid either
+    if not np.all(np.abs(gap) <= gap_tol):  # (NaN too)
         _report_gap(J, gap, gap_tol, tol, cg_ok, qp_ok)
     sol = DualSolution(coefs, intercepts, F, cg_iter, bool(cg_ok and qp_ok), "dual",
                        0.0, J[None, :])
