@@ -438,7 +438,8 @@ class KernelLapSVMClassifier(_KernelLapClassifier):
     (seed 001's LapSVM, eqs. 9–11, whose ``γ_I/(u+l)²`` is ``γ_I s`` here).
 """ + _COMMON_DOC.format(
         gamma_A=1e-4, gamma_I=100.0, solvers="{'pcg', 'newton', 'dual'}", solver="pcg",
-        solver_doc="'pcg': Algorithm 1 — preconditioned CG with P = blockdiag(1, K), "
+        solver_doc="'pcg': Algorithm 1 — preconditioned CG with P = blockdiag(1, K/σ), "
+                   "σ the mean of diag(K), "
                    "Polak–Ribière with restart, exact breakpoint line search, one K product "
                    "per iteration, all classes together. 'newton': §3.1, dense (n+1)² "
                    "solves (O(n³)), the exact reference for moderate n; each Newton point "
