@@ -397,8 +397,9 @@ _COMMON_DOC = """
         PCG iterations (or Newton steps; for 'dual' the CG iterations of eq. 11's
         system) of the last fit.
     stop_reason_ : str
-        'tol', 'stability', 'validation', 'mixed', 'max_iter', 'stalled' (PCG could not
-        bring its gradient, recomputed from α and b, below tol in float64: a
+        'tol' (PCG met tol, or found no descent left at machine precision),
+        'stability', 'validation', 'mixed', 'max_iter', 'stalled' (PCG could not bring
+        its gradient, recomputed from α and b, below tol in float64: a
         ConvergenceWarning says so), 'newton', 'direct' or 'dual'.
     solver_ : str
         The solver used: 'pcg' also when a dense solve ('direct', 'newton') was found

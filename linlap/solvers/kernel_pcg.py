@@ -103,7 +103,8 @@ def kernel_scale(diagonal):
     :func:`kernel_pcg` runs on ``K / σ`` (``kernel_scale=σ``) so that the bias block of its
     preconditioner ``blockdiag(1, K)`` weighs as the α block does: with K ~ 10¹² (rows of
     norm 10⁶ under the linear kernel) the bias's gradient would otherwise not count in the
-    stopping rule. σ = 1 for the RBF kernel and for unit rows under the linear kernel.
+    stopping rule. σ = 1 for the RBF kernel and, under the linear kernel, for unit rows
+    without empty ones (each empty row lowers the mean).
     """
     sigma = float(np.mean(diagonal)) if len(diagonal) else 1.0
     return sigma if np.isfinite(sigma) and sigma >= np.finfo(np.float64).tiny else 1.0
