@@ -19,8 +19,8 @@ from .._memory import check_memory, graph_bytes
 from .._validation import is_finite_real, is_int, user_stacklevel
 from . import reorder as _reorder
 from . import search
-from .laplacian import (LaplacianPasses, laplacian_matrix, laplacian_power,
-                        laplacian_power_sum, laplacian_product, laplacian_trace, pass_blocks)
+from .laplacian import (LaplacianPasses, laplacian_matrix, laplacian_power_sum,
+                        laplacian_product, laplacian_trace, pass_blocks)
 from .storage import load_graph, save_graph
 from .params import MAX_POWER, check_graph_params, check_power
 from .weights import weights_matrix
@@ -560,15 +560,7 @@ class KNNGraph(BaseEstimator):
             :math:`L^p Z` (``out`` if given), float64 for float32 as well as
             float64 input.
         """
-        Z = self._check_pass_input(Z)
-        p = int(self.power)
-        if Z.dtype.kind == "c":
-            return self._complex_power_sum(Z, {p: 1.0}, out)
-        passes = self._current_passes()
-        need_tmp = p >= 2 or self.normalized or passes.order is not None
-        Z2, out, out2, tmp = pass_blocks(Z, out, work, need_tmp)
-        laplacian_power(passes, self.normalized, p, Z2, out2, tmp)
-        return out
+        return self._power_sum(self._check_pass_input(Z), {int(self.power): 1.0}, out, work)
 
     def laplacian_power_sum(self, Z, coefs, out=None, work=None):
         r"""Return ``Σ_t coefs[t] L^t Z`` (L the Laplacian of power 1, whatever ``power``)
@@ -587,9 +579,9 @@ class KNNGraph(BaseEstimator):
             Weight of each power t, an integer in [1, 100] (``MAX_POWER``, as for
             ``power``); weights finite real numbers.
         out, work : optional
-            As in :meth:`laplacian_matvec`, but the call still allocates one block of
-            Z's size on a normalised or renumbered graph, or for float32 Z (the start
-            vector of the Horner recursion).
+            As in :meth:`laplacian_matvec`; with weights on more than one power the call
+            still allocates one block of Z's size on a normalised or renumbered graph
+            (the start vector of the Horner recursion, read again by each lower power).
 
         Returns
         -------
@@ -598,16 +590,21 @@ class KNNGraph(BaseEstimator):
             products; ``out`` must then be complex).
         """
         Z = self._check_pass_input(Z)
-        coefs = _check_power_coefs(coefs)
-        coefs = {t: c for t, c in coefs.items() if c != 0.0}
+        coefs = {t: c for t, c in _check_power_coefs(coefs).items() if c != 0.0}
+        return self._power_sum(Z, coefs, out, work)
+
+    def _power_sum(self, Z, coefs, out, work):
+        """Σ_t coefs[t] L^t Z for checked Z and coefs (nonzero weights)."""
         if Z.dtype.kind == "c":
             return self._complex_power_sum(Z, coefs, out)
+        passes = self._current_passes()
         top = max(coefs, default=0)
-        Z2, out, out2, tmp = pass_blocks(Z, out, work, top >= 2)
+        need_tmp = top >= 2 or self.normalized or passes.order is not None
+        Z2, out, out2, tmp = pass_blocks(Z, out, work, need_tmp)
         if top == 0 or Z2.shape[1] == 0:  # no weight, or no columns
             out2[...] = 0.0
             return out
-        laplacian_power_sum(self._current_passes(), self.normalized, coefs, Z2, out2, tmp)
+        laplacian_power_sum(passes, self.normalized, coefs, Z2, out2, tmp)
         return out
 
     def _check_pass_input(self, Z):

@@ -18,8 +18,8 @@ import scipy.sparse as sp
 
 from .reorder import renumber_csr
 
-__all__ = ["LaplacianPasses", "laplacian_trace", "laplacian_product", "laplacian_power",
-           "laplacian_power_sum", "laplacian_matrix", "pass_blocks"]
+__all__ = ["LaplacianPasses", "laplacian_trace", "laplacian_product", "laplacian_power_sum",
+           "laplacian_matrix", "pass_blocks"]
 
 # "no row permutation" for the pass kernels
 _NO_ROWS = np.empty(0, dtype=np.int64)
@@ -89,65 +89,37 @@ def laplacian_product(W, degree, normalized, Z):
     return col(degree) * Z - W @ Z
 
 
-def laplacian_power(passes, normalized, power, Z2, out2, tmp):
-    """``out2 = L^power Z2`` by fused passes (Z2, out2, tmp: C-contiguous (n, c) blocks).
-
-    ``tmp`` is scratch of the same shape, needed for ``power >= 2``, the normalised
-    Laplacian or a renumbered graph (None otherwise). Z2 may be float32 or float64;
-    ``out2`` and ``tmp`` are float64.
-    """
-    from .._numba.graph import laplacian_pass, scale_rows
-
-    n, c = Z2.shape
-    p = int(power)
-    (indptr, indices, data), v, order = passes.csr, passes.vectors, passes.order
-    x = Z2
-    if normalized or order is not None:
-        # v_0 = D^{-1/2} z (gathered into the new order on a renumbered graph), in the
-        # buffer the first graph pass does not write
-        x = tmp if (p - 1) % 2 == 0 else out2
-        scale_rows(v["inv_sqrt_degree"] if normalized else v["unit"], Z2,
-                   _NO_ROWS if order is None else order, x, work=n * c)
-    work = (data.shape[0] + n) * c
-    for t in range(1, p + 1):
-        dest = out2 if (p - t) % 2 == 0 else tmp
-        if normalized:
-            a, b = ((v["sqrt_degree"], v["inv_sqrt_degree"]) if t == p
-                    else (v["nonisolated"], v["inv_degree"]))
-        else:
-            a, b = v["degree"], v["unit"]
-        # the last pass of a renumbered graph writes its rows back to the original order
-        last_rows = order if t == p and order is not None else _NO_ROWS
-        laplacian_pass(indptr, indices, data, x, a, b, 1.0, dest, last_rows, work=work)
-        x = dest
-    return out2
-
-
 def laplacian_power_sum(passes, normalized, coefs, Z2, out2, tmp):
-    """``out2 = Σ_t coefs[t] L^t Z2`` (t ≥ 1) by ``max t`` fused passes, in Horner form.
+    """``out2 = Σ_t coefs[t] L^t Z2`` (t ≥ 1) by ``T = max t`` fused passes, in Horner form
+    (``{p: 1.0}``: ``L^p Z2``).
 
     With S the passes' scaling (``D^{-1/2}`` for the normalised Laplacian, else I; rows
-    in the passes' order on a renumbered graph), M = S L S⁻¹ the map of one
-    intermediate pass of :func:`laplacian_power` and ``v = S z``,
-    ``Σ_t c_t L^t z = L S⁻¹ h_1`` with ``h_T = c_T v`` and ``h_j = M h_{j+1} + c_j v``
-    (T = max t): T − 1 intermediate passes, the first scaled by ``c_T`` and reading v
-    itself, one in-place ``out += c_j v`` per lower power with a weight, and the last pass
-    of :func:`laplacian_power` (scaling and the rows' original order fused into it).
-    So a sum costs what ``L^T z`` costs, plus one n × c addition per extra power.
-    ``tmp`` is scratch of Z2's shape (float64); one more such block is allocated on a
-    normalised or renumbered graph (v) and for float32 Z2.
+    in the passes' order on a renumbered graph), M = S L S⁻¹ = ``1_{deg>0} − D^{-1} W``
+    the map of one intermediate pass and ``v = S z``, ``Σ_t c_t L^t z = L S⁻¹ h_1`` with
+    ``h_T = c_T v`` and ``h_j = M h_{j+1} + c_j v``: T − 1 intermediate passes, the first
+    scaled by ``c_T`` and reading v itself, one in-place ``+= c_j v`` per lower power with
+    a weight, and a last pass ``L S⁻¹ h = D^{1/2} h − D^{-1/2} W h`` that writes its rows
+    back to the original order on a renumbered graph. No scaled copy of W is kept and no
+    pass is spent on the scalings in between.
+
+    Z2, out2, tmp: C-contiguous (n, c) blocks; Z2 float32 or float64, out2 and tmp
+    float64. ``tmp`` is scratch, needed for T ≥ 2 or on a normalised or renumbered graph
+    (None otherwise). With weights on lower powers v must outlive the passes, and on a
+    normalised or renumbered graph that is one more block, allocated here.
     """
     from .._numba.graph import add_scaled, laplacian_pass, scale_rows
 
     n, c = Z2.shape
     top = max(coefs)
+    lower = [j for j in range(1, top) if coefs.get(j, 0.0) != 0.0]
     (indptr, indices, data), vec, order = passes.csr, passes.vectors, passes.order
+    v = Z2
     if normalized or order is not None:
-        v = np.empty((n, c))
+        # v = S z, gathered into the new order on a renumbered graph: in the buffer the
+        # first pass does not write, unless the lower powers read it later
+        v = np.empty((n, c)) if lower else (tmp if (top - 1) % 2 == 0 else out2)
         scale_rows(vec["inv_sqrt_degree"] if normalized else vec["unit"], Z2,
                    _NO_ROWS if order is None else order, v, work=n * c)
-    else:
-        v = np.ascontiguousarray(Z2, dtype=np.float64)
     mid = (vec["nonisolated"], vec["inv_degree"]) if normalized else (vec["degree"], vec["unit"])
     last = ((vec["sqrt_degree"], vec["inv_sqrt_degree"]) if normalized
             else (vec["degree"], vec["unit"]))
@@ -157,7 +129,7 @@ def laplacian_power_sum(passes, normalized, coefs, Z2, out2, tmp):
         dest = tmp if j % 2 == 1 else out2  # h_1 in tmp: the last pass reads it
         laplacian_pass(indptr, indices, data, x, mid[0], mid[1], scale, dest, _NO_ROWS,
                        work=work)
-        if coefs.get(j, 0.0) != 0.0:
+        if j in lower:
             add_scaled(float(coefs[j]), v, dest, work=n * c)
         x, scale = dest, 1.0
     laplacian_pass(indptr, indices, data, x, last[0], last[1], scale, out2,

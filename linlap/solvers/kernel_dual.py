@@ -65,8 +65,8 @@ vanish), a lower bound on min J up to the CG's solve (with the inexact A⁻¹J�
 ill-conditioned problem it can exceed min J, and the gap then understates J − min J). A
 duality gap above ``gap_tol`` in absolute value (1e-3; J of the zero model is 1) means
 the model may not be the minimiser (a loose ``tol``, an iteration limit, or a problem too
-ill-conditioned for floating point): a ConvergenceWarning gives it; a model worse than the zero model (J > 1 + gap_tol) raises a ValueError that names
-the remedies.
+ill-conditioned for floating point): a ConvergenceWarning gives it; a model worse than the
+zero model (J > 1 + gap_tol) raises a ValueError that names the remedies.
 """
 
 import warnings

@@ -361,10 +361,19 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
             raise ValueError(f"init dual_coef must have shape ({k}, {n}).")
         if not fit_intercept:
             b[:] = 0.0
-        F = np.asarray(kernel_matvec(A)) + b
     else:
-        A, b, F = np.zeros((n, k)), np.zeros(k), np.zeros((n, k))
-    MF = Mmul(F) if graph and init is not None else np.zeros((n, k))
+        A, b = np.zeros((n, k)), np.zeros(k)
+    F, MF = np.zeros((n, k)), np.zeros((n, k))
+
+    def recompute_f():
+        """f = K α + b and L^p f from (α, b) (the iterations update them instead)."""
+        nonlocal F, MF
+        F = np.asarray(kernel_matvec(A)) + b
+        if graph:
+            MF = Mmul(F)
+
+    if init is not None:
+        recompute_f()
 
     def gradient(cols):
         R, _ = _loss_terms(Y[:, cols], F[rows][:, cols], loss)
@@ -383,9 +392,20 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
                           loss)
 
     allc = np.arange(k)
-    G, gb = gradient(allc)
-    KG = np.asarray(kernel_matvec(G))
-    gPg = gb * gb + np.einsum("ij,ij->j", G, KG)
+
+    def full_gradient(iteration):
+        """∇̂ of every column at the current f, K∇̂ and ∇̂ᵀP∇̂."""
+        G, gb = gradient(allc)
+        KG = np.asarray(kernel_matvec(G))
+        gPg = gb * gb + np.einsum("ij,ij->j", G, KG)
+        _check_finite_gradient(gPg, iteration)
+        return G, gb, KG, gPg
+
+    def relative(gPg):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(gPg0 > 0, np.sqrt(np.maximum(gPg, 0.0) / gPg0), 0.0)
+
+    G, gb, KG, gPg = full_gradient(0)
     if init is None:
         gPg0 = gPg.copy()
     else:  # tol stays relative to the gradient at z = 0, whatever the start
@@ -393,14 +413,11 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         G0[rows] = -(2.0 / l) * Y
         gb0 = -(2.0 / l) * Y.sum(axis=0) if fit_intercept else np.zeros(k)
         gPg0 = gb0 * gb0 + np.einsum("ij,ij->j", G0, np.asarray(kernel_matvec(G0)))
-    _check_finite_gradient(gPg, 0)
     _check_finite_gradient(gPg0, 0)
     D, db, KD = -G, -gb, -KG
-    active = gPg > 0
     steepest = np.ones(k, dtype=bool)  # the current direction is −∇̂ (no PR term)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(gPg0 > 0, np.sqrt(np.maximum(gPg, 0.0) / gPg0), 0.0)
-    active &= rel > tol
+    rel = relative(gPg)
+    active = (gPg > 0) & (rel > tol)
     history = [objective()]
     ls_pieces, checks = [], []
     prev_pred, prev_err = None, None
@@ -409,7 +426,7 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         val_idx = np.asarray(val_idx)
         prev_err = val_idx.size
     stop_reason, t = "tol", 0
-    restarts, progressed = 0, True
+    restarts, progressed, fresh = 0, True, True  # fresh: F, MF computed from (α, b)
     while True:
         while active.any():
             if t >= max_iter:
@@ -431,6 +448,7 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
                                                          slope[j], curv[j], l, loss)
             ls_pieces.append(float(pieces.mean()))
             progressed |= bool(np.any(steps != 0.0))
+            fresh = False
             A[:, cols] += steps * Dc
             b[cols] += steps * db[cols]
             F[:, cols] += steps * Fd
@@ -489,16 +507,12 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         # The run claims the minimiser: check it on f, L^p f and the gradient recomputed
         # from (α, b). Updated over many iterations they drift from K α + b on an
         # ill-conditioned K, and a run can end on a gradient that is not the true one.
-        F = np.asarray(kernel_matvec(A)) + b
-        if graph:
-            MF = Mmul(F)
-        G, gb = gradient(allc)
-        KG = np.asarray(kernel_matvec(G))
-        gPg = gb * gb + np.einsum("ij,ij->j", G, KG)
-        _check_finite_gradient(gPg, t)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(gPg0 > 0, np.sqrt(np.maximum(gPg, 0.0) / gPg0), 0.0)
-        history[-1] = objective()
+        if not fresh:  # else no iteration ran: f and the gradient are exact already
+            recompute_f()
+            fresh = True
+            G, gb, KG, gPg = full_gradient(t)
+            rel = relative(gPg)
+            history[-1] = objective()
         active = rel > max(tol, VERIFY_FLOOR)
         if not active.any() or not progressed:
             # met on the recomputed gradient, or a restart from it found no descent:
@@ -510,11 +524,8 @@ def kernel_pcg(kernel_matvec, targets, labeled_rows, laplacian_matvec, *, n_samp
         restarts, progressed = restarts + 1, False  # restart from the recomputed gradient
         D, db, KD = -G, -gb, -KG
         steepest[:] = True
-    if stop_reason != "tol" and stop_reason != "stalled":
-        # f returned as K α + b (transduction_ and the decisions agree with predict)
-        F = np.asarray(kernel_matvec(A)) + b
-        if graph:
-            MF = Mmul(F)
+    if not fresh:  # f returned as K α + b (transduction_ agrees with predict)
+        recompute_f()
         history[-1] = objective()
     converged = stop_reason not in ("max_iter", "stalled")
     if stop_reason == "max_iter":
