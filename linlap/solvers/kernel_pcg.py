@@ -224,8 +224,8 @@ def kernel_line_search(y, o, od, slope, curv, n_labeled, loss="squared_hinge"):
 #: gradient fails it on the recomputed one (drift on an ill-conditioned K); then 'stalled'
 VERIFY_RESTARTS = 3
 #: The recomputed gradient is checked against max(tol, VERIFY_FLOOR): recomputing f = Kα
-#: + b has its own round-off, about 1e-9 of the gradient at zero on well-posed problems
-#: (tests/test_kernel_solvers.py at tol=1e-10), so below ≈ √ε the check cannot tell drift
+#: + b has its own round-off, 2–3e-9 of the gradient at zero on the well-posed problems
+#: of tests/test_kernel_solvers.py at tol=1e-10, so below ≈ √ε the check cannot tell drift
 #: from round-off and the updated gradient is trusted as before
 VERIFY_FLOOR = 1e-8
 
