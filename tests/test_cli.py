@@ -1913,3 +1913,222 @@ def test_spelled_max_iter_and_tol_in_the_terms_of_linlap_fit():
         "(--tol 0.0001, and the objective rule) after 1000 iterations; loosen --tol (with "
         "--estimator lapsvm, --max-iter counts Newton steps, not the CG iterations of the "
         "LapRLS fits of --gamma-I auto's cross-validation).")
+
+
+# ------------------------- candidate graphs: lists of --n-neighbors / --power (EMRClassifier)
+
+def _emr_data(tmp_path, n=40, n_labeled=12):
+    """A small two-topic CSV, its texts and its labels ('' = unlabeled) as fit reads them."""
+    texts, y = _two_topic_texts(n)
+    labels = np.array([c if i < n_labeled else "" for i, c in enumerate(y)], dtype=object)
+    return _write_texts_csv(tmp_path / "d.csv", texts, labels), texts, labels
+
+
+def test_one_value_each_fits_the_single_graph_estimator_as_before(tmp_path, capsys):
+    """--n-neighbors 5 --power 3 (one value each, parsed as lists now): the estimator
+    itself on the one graph, the same coefficients as a direct fit, no EMR."""
+    from sklearn.base import clone
+
+    import linlap
+    from linlap import LapRLSClassifier
+    from linlap.cli import main
+    from linlap.estimators._base import default_graph
+
+    data, texts, y = _emr_data(tmp_path)
+    model = str(tmp_path / "m")
+    assert main(["fit", str(data), "--model", model, "--n-neighbors", "5", "--power", "3"]) == 0
+    err = capsys.readouterr().err
+    assert "solving (laprls)…" in err and "EMR" not in err and "graph weights" not in err
+    m = linlap.load(model)
+    est = m[-1]
+    assert type(est) is LapRLSClassifier
+    assert (est.graph.n_neighbors, est.graph.power) == (5, 3)
+    X = clone(m[0]).fit_transform(texts)  # as fit vectorized them
+    direct = LapRLSClassifier(graph=default_graph(X, random_state=0, n_neighbors=5, power=3),
+                              unlabeled="").fit(X, y)
+    np.testing.assert_array_equal(est.coef_, direct.coef_)
+    np.testing.assert_array_equal(est.intercept_, direct.intercept_)
+
+
+@pytest.mark.parametrize("extra, estimator, candidates, gamma_R", [
+    (["--n-neighbors", "5", "--power", "1,5"], "laprls", {"power": [1, 5]}, "auto"),
+    (["--n-neighbors", "3,6", "--power", "2", "--estimator", "lapsvm", "--gamma-R", "0.05"],
+     "lapsvm", {"n_neighbors": [3, 6]}, 0.05),
+])
+def test_candidate_graphs_fit_emr_as_a_direct_fit_would(tmp_path, capsys, extra, estimator,
+                                                        candidates, gamma_R):
+    """Several values: EMRClassifier over the base estimator, its candidates the options
+    given several values, one search at the largest k; the same μ and coefficients as
+    EMRClassifier fit directly on the same matrix and graph, the weights printed per
+    candidate; the file keeps no graph."""
+    from sklearn.base import clone
+
+    import linlap
+    from linlap import EMRClassifier, LapRLSClassifier, LapSVMClassifier
+    from linlap.cli import main
+    from linlap.estimators._base import default_graph
+
+    data, texts, y = _emr_data(tmp_path)
+    model = str(tmp_path / "m")
+    assert main(["fit", str(data), "--model", model, *extra]) == 0
+    err = capsys.readouterr().err
+    m = linlap.load(model)
+    emr = m[-1]
+    assert type(emr) is EMRClassifier
+    assert emr.candidates == candidates and emr.gamma_R == gamma_R
+    assert type(emr.estimator_) is {"laprls": LapRLSClassifier,
+                                    "lapsvm": LapSVMClassifier}[estimator]
+    assert emr.mu_.shape == (2,) and abs(emr.mu_.sum() - 1) < 1e-12 and np.all(emr.mu_ >= 0)
+    # linlap.save kept the graphs' parameters, not the graphs
+    assert emr.graphs_ is None and emr.graph_ is None and emr.estimator_.graph_ is None
+    assert emr.estimator.graph is None and not hasattr(emr.graph, "adjacency_")
+    assert emr.graph.n_neighbors == max(candidates.get("n_neighbors", [5]))
+    X = clone(m[0]).fit_transform(texts)  # as fit vectorized them
+    base = {"laprls": LapRLSClassifier, "lapsvm": LapSVMClassifier}[estimator]
+    graph = default_graph(X, random_state=0, n_neighbors=emr.graph.n_neighbors,
+                          power=int(extra[extra.index("--power") + 1].split(",")[0])).fit(X)
+    direct = EMRClassifier(base(unlabeled=""), candidates=candidates, graph=graph,
+                           gamma_R=gamma_R).fit(X, y)
+    np.testing.assert_allclose(emr.mu_, direct.mu_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(emr.coef_, direct.coef_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(emr.intercept_, direct.intercept_, rtol=1e-10, atol=1e-12)
+    assert f"solving ({estimator}, EMR over 2 graphs)…" in err
+    assert f"EMR: {direct.n_iter_} {estimator} fits, gamma_A = " in err
+    shown = ", ".join(f"k={k} p={p}: {mu:.2f}" for (k, p), mu in zip(
+        [(g.n_neighbors, g.power) for g in direct.graphs_], direct.mu_))
+    assert f"graph weights: {shown}\n" in err, err
+    # -q: no summary
+    assert main(["fit", str(data), "--model", model, *extra, "-q"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_emr_model_predicts_evaluates_and_lists_top_features(tmp_path):
+    """The saved EMR model works with the commands that read models: predict (labels and
+    decision values as the loaded model gives them), evaluate and top-features."""
+    import linlap
+
+    data, texts, y = _emr_data(tmp_path)
+    model = tmp_path / "emr.model"
+    res = run("fit", data, "--model", model, "--power", "1,2,5", "--n-neighbors", "4,8", "-q")
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    m = linlap.load(model)
+    assert m[-1].mu_.shape == (6,)
+    res = run("predict", model, data, "--decision-values", "-q")
+    assert res.returncode == 0, res.stderr
+    rows = list(csv.reader(res.stdout.splitlines()))
+    assert rows[0] == ["prediction", "decision_fruit"]
+    assert [r[0] for r in rows[1:]] == list(m.predict(texts))
+    np.testing.assert_allclose([float(r[1]) for r in rows[1:]], m.decision_function(texts),
+                               rtol=1e-6, atol=1e-9)
+    res = run("evaluate", model, data, "-q")
+    assert res.returncode == 0, res.stderr
+    assert "12 labeled documents" in res.stdout and "accuracy  1.0000" in res.stdout
+    res = run("top-features", model, "-n", 2)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("class fruit (positive weights")
+    fruit = {"apple", "pear", "plum", "cherry", "grape", "melon"}
+    highest = res.stdout.split("highest:\n")[1].split("lowest:")[0].split()[1::2]
+    assert len(highest) == 2 and set(highest) <= fruit, res.stdout
+
+
+def test_candidate_k_equal_once_capped_are_merged_with_a_warning(tmp_path, capsys):
+    """On 40 documents k is capped at 39: --n-neighbors 39,50 leaves one k, said in a
+    warning; the grid is the rest (two powers at k = 39, not four candidates)."""
+    import linlap
+    from linlap.cli import main
+
+    data, _, _ = _emr_data(tmp_path)
+    model = str(tmp_path / "m")
+    assert main(["fit", str(data), "--model", model, "--n-neighbors", "39,50", "--power",
+                 "1,2", "-q"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "linlap: warning: --n-neighbors 39,50: each value is capped at 39 (the non-empty "
+        "documents - 1), which makes some equal: the candidate graphs have k = 39"]
+    emr = linlap.load(model)[-1]
+    assert emr.candidates == {"n_neighbors": [39], "power": [1, 2]}
+    assert emr.mu_.shape == (2,) and emr.graph.n_neighbors == 39
+    # values the cap keeps apart: no warning
+    assert main(["fit", str(data), "--model", model, "--n-neighbors", "10,50", "-q"]) == 0
+    assert capsys.readouterr().err == ""
+    assert linlap.load(model)[-1].candidates == {"n_neighbors": [10, 39]}
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--power", "1,5", "--estimator", "laps3vm"],
+     "--power 1,5: candidate graphs (EMRClassifier) take --estimator laprls or lapsvm, not "
+     "laps3vm"),
+    (["--n-neighbors", "5,10", "--estimator", "laps3vm"], "--n-neighbors 5,10: candidate"),
+    (["--gamma-R", "1"], "--gamma-R weighs candidate graphs: it needs several "
+                         "--n-neighbors or --power values"),
+    (["--power", "2", "--n-neighbors", "5", "--gamma-R", "auto"], "--gamma-R weighs"),
+    (["--power", "1,5", "--gamma-I", "auto"],
+     "--power 1,5: --gamma-I auto is not available with candidate graphs"),
+    (["--power", "2,101"], "--power 101: the largest power is 100"),
+    (["--power", "101"], "--power 101: the largest power is 100"),
+])
+def test_candidate_graph_option_conflicts_exit_2_before_reading(extra, fragment, capsys):
+    from linlap.cli import main
+
+    assert main(["fit", "missing.csv", "--model", "m", *extra]) == 2  # never opened
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("linlap: error:") and fragment in err[0], err
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--power", "1,1", "each value may be given once, got 1 more than once in '1,1'"),
+    ("--n-neighbors", "5,10,5,10", "each value may be given once, got 5, 10 more than once "
+                                   "in '5,10,5,10'"),
+    ("--power", "1,0", "must be >= 1, got 0"),
+    ("--n-neighbors", "0,5", "must be >= 1, got 0"),
+    ("--power", "1,,2", "expected an integer, got ''"),
+    ("--n-neighbors", "5,", "expected an integer, got ''"),
+    ("--power", "1,2.5", "expected an integer, got '2.5'"),
+    ("--gamma-R", "-1", "must be a finite number >= 0, got '-1'"),
+    ("--gamma-R", "scaled", "expected a number or 'auto', got 'scaled'"),
+])
+def test_bad_candidate_values_are_usage_errors(option, value, message, capsys):
+    from linlap.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "missing.csv", "--model", "m", f"{option}={value}"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1] == f"linlap fit: error: argument {option}: {message}", err
+
+
+def test_emr_warnings_in_the_terms_of_linlap_fit():
+    """EMR's warning names its own max_iter and tol (no option sets them) and its base
+    estimator's (--max-iter, --tol): its own are not spelled as the options. The
+    message is EMRClassifier's own, so a change of its wording fails here."""
+    import warnings
+
+    from linlap import EMRClassifier, LapRLSClassifier
+    from linlap.cli._common import _spelled
+    from linlap.cli.fit import _fit_spellings
+    from linlap.estimators._base import default_graph
+    from linlap.text import make_vectorizer
+
+    texts, y = _two_topic_texts(40)
+    y = np.array([c if i < 12 else "" for i, c in enumerate(y)], dtype=object)
+    X = make_vectorizer().fit_transform(texts)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # the first f step stops at the base's cap, EMR at its own: both problems
+        EMRClassifier(LapRLSClassifier(unlabeled="", max_iter=1), candidates={"power": [1, 5]},
+                      graph=default_graph(X, n_neighbors=5), max_iter=2).fit(X, y)
+    emr = [str(w.message) for w in caught if str(w.message).startswith("EMR:")]
+    assert len(emr) == 1, [str(w.message) for w in caught]
+    with pytest.raises(ValueError) as info:
+        with _spelled(_fit_spellings("csv", None, "laprls", emr=True)):
+            raise ValueError(emr[0])
+    text = str(info.value)
+    assert ("did not converge to their tolerance 0.01 (min(10 x --tol, 0.001); the first "
+            "0.01) within --max-iter 1: increase --max-iter; it stopped at its cap of 2 "
+            "fits before its rule (a relative decrease below 0.001) was met (linlap fit has "
+            "no option for that cap: fit EMRClassifier from Python to raise it)") in text, text
+    assert "max_iter" not in text and "tol=" not in text, text
+    # without emr, EMR's cap would read as --max-iter: the reason for its spellings
+    with pytest.raises(ValueError) as info:
+        with _spelled(_fit_spellings("csv", None, "laprls")):
+            raise ValueError(emr[0])
+    assert "it stopped at --max-iter 2" in str(info.value)

@@ -69,9 +69,22 @@ def _int_arg(low, high=None):
 _seed_arg = _int_arg(0, 2**32 - 1)
 
 
-def _int_list_arg(text):
-    """N[,N...], each an integer >= 1."""
-    return [_int_arg(1)(v) for v in text.split(",")]
+def _int_list_arg(low=1, high=None, distinct=False):
+    """An argparse type: N[,N...], each an integer in [low, high] (:func:`_int_arg`);
+    ``distinct``: a value given twice is refused too (a list of candidates, where it
+    would be the same candidate twice)."""
+    item = _int_arg(low, high)
+
+    def parse(text):
+        values = [item(v) for v in text.split(",")]
+        if distinct:
+            repeated = sorted({v for v in values if values.count(v) > 1})
+            if repeated:
+                raise argparse.ArgumentTypeError(
+                    f"each value may be given once, got {', '.join(map(str, repeated))} "
+                    f"more than once in {text!r}")
+        return values
+    return parse
 
 
 def _add_model_and_data(parser, data_help):
@@ -135,12 +148,25 @@ def build_parser():
                         "--gamma-A scaled assume rows of about unit length, as text input's "
                         "TF-IDF rows are")
     g = fit.add_argument_group("graph")
-    g.add_argument("--n-neighbors", type=_int_arg(1), default=None, metavar="K",
+    g.add_argument("--n-neighbors", type=_int_list_arg(1, distinct=True), default=None,
+                   metavar="K[,K...]",
                    help="neighbours per document (default 50, at most a twentieth of the "
                         "non-empty documents but at least 5; any K is capped at the "
-                        "non-empty documents - 1)")
-    g.add_argument("--power", type=_int_arg(1), default=5, metavar="P",
-                   help="power of the Laplacian (default 5)")
+                        "non-empty documents - 1, and values a cap makes equal are "
+                        "merged, with a warning). Several values, or several --power "
+                        "values: candidate graphs (every K with every P) whose weights "
+                        "are learned with the classifier (ensemble manifold "
+                        "regularisation, EMRClassifier; one neighbour search, at the "
+                        "largest K; laprls and lapsvm)")
+    g.add_argument("--power", type=_int_list_arg(1, distinct=True), default=[5],
+                   metavar="P[,P...]",
+                   help="power of the Laplacian (default 5); several values: candidate "
+                        "graphs, as for --n-neighbors (e.g. 1,2,5,8)")
+    g.add_argument("--gamma-R", type=_weight_arg("auto"), default=None, metavar="G",
+                   help="with candidate graphs only: weight γ_R of ‖μ‖², μ the graphs' "
+                        "weights: a number (large keeps μ near uniform, 0 puts all the "
+                        "weight on the graph the fit is smoothest on) or 'auto' (default: "
+                        "the mean of the graphs' smoothness terms at uniform μ)")
     g.add_argument("--weight", choices=("cosine", "heat", "binary"), default="cosine",
                    help="edge weights (default cosine)")
     g.add_argument("--graph-space", choices=("auto", "tfidf", "svd"), default="auto",
@@ -265,7 +291,7 @@ def build_parser():
     pl.add_argument("data", metavar="DATA", nargs="?", default=None)
     pl.add_argument("--out", required=True, metavar="PNG",
                     help="the PNG file to write (replaced only when the plot is done)")
-    pl.add_argument("--n-labels", type=_int_list_arg,
+    pl.add_argument("--n-labels", type=_int_list_arg(),
                     default=None, metavar="N[,N...]",
                     help="labels to draw (default 50 for convergence and path, "
                          "10,20,50,100,200,400 for labels; convergence and path use the "

@@ -82,6 +82,50 @@ def _check_weights(args):
                          "a ridge fit)")
 
 
+def _candidate_grid(args):
+    """The grid of candidate graphs the lists --n-neighbors and --power give
+    (``EMRClassifier(candidates=...)``): the options given more than one value, or {}
+    for a single graph. With it, the options that do not fit EMR are refused; so is a
+    power KNNGraph would refuse, any of the list, before the input is read."""
+    from ..graph.params import MAX_POWER
+
+    large = [p for p in args.power if p > MAX_POWER]
+    if large:  # as KNNGraph would, after the input was read
+        raise UsageError(f"--power {large[0]}: the largest power is {MAX_POWER} (the "
+                         f"normalised Laplacian's eigenvalues reach 2, so those of L^p "
+                         f"reach 2^p)")
+    grid = {name: values for name, values in (("n_neighbors", args.n_neighbors),
+                                              ("power", args.power))
+            if values is not None and len(values) > 1}
+    if not grid:
+        if args.gamma_R is not None:
+            raise UsageError("--gamma-R weighs candidate graphs: it needs several "
+                             "--n-neighbors or --power values")
+        return grid
+    given = " and ".join(f"--{name.replace('_', '-')} {','.join(map(str, values))}"
+                         for name, values in grid.items())
+    if args.estimator == "laps3vm":
+        raise UsageError(f"{given}: candidate graphs (EMRClassifier) take --estimator "
+                         f"laprls or lapsvm, not laps3vm; with laps3vm give one value of each")
+    if args.gamma_I == "auto":  # EMR fits one γ_I for every candidate
+        raise UsageError(f"{given}: --gamma-I auto is not available with candidate "
+                         f"graphs; give a number or scaled")
+    return grid
+
+
+def _merge_capped(values, k):
+    """The candidate k of ``values`` capped at ``k``, the graph's own (capped by the
+    documents as a single --n-neighbors is), values the cap makes equal merged with a
+    warning: a smaller grid, not a wrong one."""
+    capped = list(dict.fromkeys(min(v, k) for v in values))
+    if len(capped) < len(values):
+        warnings.warn(f"--n-neighbors {','.join(map(str, values))}: each value is capped "
+                      f"at {k} (the non-empty documents - 1), which makes some equal: the "
+                      f"candidate graphs have k = {', '.join(map(str, capped))}",
+                      UserWarning, stacklevel=2)
+    return capped
+
+
 def _make_text_vectorizer(args):
     ngram = (1, args.ngram_max)
     stop = None if args.stop_words == "none" else args.stop_words
@@ -221,17 +265,34 @@ _LAPSVM_SPELLINGS = (
 )
 
 
-def _fit_spellings(fmt, unlabeled_label, estimator="laprls"):
-    """:data:`_FIT_SPELLINGS` (after those of ``estimator``, the --estimator given) and
-    the estimators' "(labeled -1, or your unlabeled marker)" in terms of this input: what
-    marks its unlabeled rows."""
+#: candidate graphs (EMRClassifier): its warning names its own max_iter and tol, which no
+#: option sets (they are not --max-iter and --tol, the base estimator's), and those of
+#: its base estimator, which are
+_EMR_SPELLINGS = (
+    (r"\bit stopped at max_iter=(\d+) f steps before its rule \(tol=([-+\w.]*\w)\) was "
+     r"met: increase EMRClassifier's max_iter",
+     r"it stopped at its cap of \1 fits before its rule (a relative decrease below \2) "
+     r"was met (linlap fit has no option for that cap: fit EMRClassifier from Python to "
+     r"raise it)"),
+    (r"\bdid not converge to their tol=([^(]*) \(min\((\d+) x the estimator's tol, ",
+     r"did not converge to their tolerance \1 (min(\2 x --tol, "),
+    (r"\bwithin the estimator's max_iter=(\d+): increase the estimator's max_iter\b",
+     r"within --max-iter \1: increase --max-iter"),
+)
+
+
+def _fit_spellings(fmt, unlabeled_label, estimator="laprls", emr=False):
+    """:data:`_FIT_SPELLINGS` (after those of ``estimator``, the --estimator given, and
+    with ``emr``, candidate graphs, EMR's) and the estimators' "(labeled -1, or your
+    unlabeled marker)" in terms of this input: what marks its unlabeled rows."""
     if fmt == "dir":
         marker = "(the documents of its unlabeled/ folder)"
     elif unlabeled_label is None:
         marker = "(rows with an empty label; see --unlabeled-label)"
     else:
         marker = f"(rows labeled {unlabeled_label}; see --unlabeled-label)"
-    own = _LAPSVM_SPELLINGS if estimator == "lapsvm" else ()
+    own = (_EMR_SPELLINGS if emr else ()) + (_LAPSVM_SPELLINGS if estimator == "lapsvm"
+                                             else ())
     return own + _FIT_SPELLINGS + ((r"\(labeled -1, or your unlabeled marker\)", marker),)
 
 
@@ -239,7 +300,8 @@ def _fit(args):
     import numpy as np
     from sklearn.pipeline import Pipeline
 
-    from ..estimators import LapRLSClassifier, LapS3VMClassifier, LapSVMClassifier
+    from ..estimators import (EMRClassifier, LapRLSClassifier, LapS3VMClassifier,
+                              LapSVMClassifier)
     from ..estimators._base import default_graph
     from ..io import detect_format, iter_batches
     from ..persistence import save
@@ -262,6 +324,7 @@ def _fit(args):
     _check_columns(args)
     _check_estimator_options(args)
     _check_weights(args)
+    grid = _candidate_grid(args)
     s3vm = args.estimator == "laps3vm"
     class_prior = _parse_class_prior(args.class_prior if args.class_prior is not None
                                      else "predicted" if s3vm else "none")
@@ -369,10 +432,15 @@ def _fit(args):
     # graph and solver progress (both on stderr) when asked, or on a terminal
     verbose = args.verbose or (not args.quiet and sys.stderr.isatty())
     # the estimators' own default graph (k and the SVD's dimension capped by the
-    # documents and terms) with the options given
-    graph = default_graph(X, verbose, random_state=args.seed, n_neighbors=args.n_neighbors,
-                          weight=args.weight, power=args.power, space=args.graph_space)
+    # documents and terms) with the options given; with candidate graphs, their one
+    # neighbour search: at the largest k (a grid over p sets each candidate's power)
+    graph = default_graph(X, verbose, random_state=args.seed,
+                          n_neighbors=None if args.n_neighbors is None
+                          else max(args.n_neighbors),
+                          weight=args.weight, power=args.power[0], space=args.graph_space)
     k = graph.n_neighbors
+    if "n_neighbors" in grid:  # each value capped as the largest was
+        grid["n_neighbors"] = _merge_capped(args.n_neighbors, k)
     with rep.step(f"building the {k}-NN graph", chatty=graph.verbose), \
             _spelled(_GRAPH_SPELLINGS):
         graph.fit(X)
@@ -388,12 +456,28 @@ def _fit(args):
                                               ("tol", args.tol)) if value is not None}
     estimator = {"laprls": LapRLSClassifier, "lapsvm": LapSVMClassifier,
                  "laps3vm": LapS3VMClassifier}[args.estimator]
-    est = estimator(**weights, **solver, graph=graph, class_prior=class_prior,
-                    unlabeled="", verbose=int(verbose))
-    with rep.step(f"solving ({args.estimator})", chatty=verbose), \
-            _spelled(_fit_spellings(fmt, unlabeled_label, args.estimator)):
+    if grid:  # EMR sets the base estimator's graph: the file keeps none there
+        base = estimator(**weights, **solver, class_prior=class_prior, unlabeled="",
+                         verbose=int(verbose))
+        est = EMRClassifier(base, candidates=grid, graph=graph,
+                            gamma_R="auto" if args.gamma_R is None else args.gamma_R,
+                            verbose=int(verbose))
+        what = f"{args.estimator}, EMR over {math.prod(map(len, grid.values()))} graphs"
+    else:
+        est = estimator(**weights, **solver, graph=graph, class_prior=class_prior,
+                        unlabeled="", verbose=int(verbose))
+        what = args.estimator
+    with rep.step(f"solving ({what})", chatty=verbose), \
+            _spelled(_fit_spellings(fmt, unlabeled_label, args.estimator, emr=bool(grid))):
         est.fit(X, y)
-    if s3vm:
+    if grid:
+        rep.line(f"EMR: {est.n_iter_} {args.estimator} fits, gamma_A = "
+                 f"{est.estimator_.gamma_A_:.3g}, gamma_I = {est.estimator_.gamma_I_:.3g}, "
+                 f"gamma_R = {est.gamma_R_:.3g}")
+        rep.line("graph weights: " + ", ".join(
+            f"k={g.n_neighbors} p={g.power}: {mu:.2f}" for g, mu in zip(est.graphs_,
+                                                                       est.mu_)))
+    elif s3vm:
         rep.line(f"{est.n_solves_} weighted LapSVM solves over {est.n_iter_} temperatures, "
                  f"gamma_A = {est.gamma_A_:.3g}, gamma_I = {est.gamma_I_:.3g}, "
                  f"gamma_U = {est.gamma_U:.3g}")
