@@ -160,9 +160,22 @@ def save(model, path, *, keep_graph=False, compress=3, metadata=None):
         A few JSON values kept in the file's header line (at most about 4 kB in all),
         returned by ``load(path, with_metadata=True)``. ``linlap fit`` records there
         how it read its input (``{"unlabeled_label": ...}``).
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If ``model`` is an estimator (or Pipeline) that is not fitted.
     """
     import joblib
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
 
+    if hasattr(model, "fit"):  # an unfitted model would fail only at predict, after loading
+        try:
+            check_is_fitted(model)
+        except NotFittedError:
+            raise NotFittedError(f"cannot save an unfitted {type(model).__name__}: fit it "
+                                 f"first.") from None
     linlap_version, sklearn_version = _versions()
     metadata = {} if metadata is None else dict(metadata)
     header = _header_line(linlap_version, sklearn_version, 0, "0" * 64, metadata)

@@ -1543,6 +1543,16 @@ def test_estimator_advice_is_given_in_the_options_of_linlap_fit(tmp_path, capsys
         "on the unlabeled documents too (rows with an empty label; see --unlabeled-label), "
         "or pass a smaller --gamma-I (--gamma-I 0: the "
         "labels alone)."]
+    # the same with EMR over several graphs (which resolves 'scaled' itself)
+    assert main(["fit", str(few), "--model", model, "--n-neighbors", "5", "--power", "1,5",
+                 "-q"]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines()
+            if "rows are unlabeled" in line] == [
+        "linlap: warning: only 10 of the 40 rows are unlabeled: --gamma-I scaled assumes "
+        "many unlabeled documents (it was measured with 20 or more per labeled one), and "
+        "with few the graph term can override the labels (predictions of one class). Fit "
+        "on the unlabeled documents too (rows with an empty label; see --unlabeled-label), "
+        "or pass a smaller --gamma-I (--gamma-I 0: the labels alone)."]
     labeled = _write_texts_csv(tmp_path / "all.csv", texts, y)
     for extra, expected in (
             (["--class-prior", "labeled"], "--class-prior needs unlabeled rows to constrain, "

@@ -304,6 +304,25 @@ def test_unnormalised_rows_warn_and_normalised_rows_do_not():
                       max_iter=2).fit(0.1 * Z, ys)
 
 
+def test_rows_of_huge_norm_warn_that_the_intercept_may_be_unsolved():
+    """The CG's stopping rules weigh the intercept's equation against w's, whose terms
+    grow with the squared row norm: at the default tol LapRLS left the intercept at 0
+    from rows of norm 3e7 (a 40-row problem). A numeric γ_A does not silence this."""
+    from sklearn.preprocessing import normalize
+
+    X, ys = _count_rows()
+    Z = normalize(X)
+    graph = KNNGraph(n_neighbors=10).fit(Z)
+    for est in (LapRLSClassifier(gamma_A=1e-3, graph=graph),
+                LapSVMClassifier(gamma_A=1e-3, graph=graph)):
+        with pytest.warns(UserWarning, match="the intercept may be left unsolved"):
+            est.fit(1e8 * Z, ys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LapRLSClassifier(gamma_A=1e-3, graph=graph).fit(1e3 * Z, ys)
+        LapRLSClassifier(gamma_A=1e-3, graph=graph, fit_intercept=False).fit(1e8 * Z, ys)
+
+
 def test_row_norms_of_rows_without_entries_and_duplicates():
     from linlap.estimators._base import check_row_norms, row_squared_norms
     with warnings.catch_warnings():

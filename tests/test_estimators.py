@@ -1,5 +1,6 @@
 """LapRLSClassifier: dense-reference correctness, conventions, bad input."""
 
+import copy
 import pickle
 import warnings
 
@@ -366,12 +367,31 @@ def test_lapsvm_tinv_factor_reused_and_budget_enforced():
     clf.fit(X, semi(y, 10, seed=3))  # same graph and gamma ratio: same factor object
     assert clf._tinv_cache[1] is factor
     assert "_tinv_cache" not in pickle.loads(pickle.dumps(clf)).__dict__
+    # ... while the live estimator keeps its factor through pickling and copying
+    copy.deepcopy(clf)
+    assert clf._tinv_cache[1] is factor
     with pytest.raises(ValueError, match="memory_budget"):
         LapSVMClassifier(solver="tinv", graph=graph, memory_budget=100).fit(X, y_semi)
     for bad in [dict(solver="sgd"), dict(loss="log"), dict(solver="newton", loss="hinge"),
                 dict(solver="tinv", class_prior="labeled"), dict(solver="tinv", gamma_A=0)]:
         with pytest.raises(ValueError):
             LapSVMClassifier(graph=graph, **bad).fit(X, y_semi)
+
+
+def test_lapsvm_tinv_factor_not_positive_definite_is_a_clear_error():
+    # T² = I + ratio·XᵀL^pX ⪰ I exactly; the 100th power of an unnormalised Laplacian
+    # (eigenvalues up to twice the largest degree) is beyond double precision
+    rng = np.random.default_rng(5)
+    X = rng.random((40, 12)) * (rng.random((40, 12)) < 0.5)
+    X[X.sum(1) == 0, 0] = 1.0
+    X = sp.csr_matrix(X / np.linalg.norm(X, axis=1, keepdims=True))
+    y = rng.integers(2, size=40)
+    y[:2] = [0, 1]
+    y_semi = np.where(np.arange(40) < 12, y, -1)
+    graph = KNNGraph(n_neighbors=5, normalized=False, power=100).fit(X)
+    LapSVMClassifier(solver="newton", gamma_A=1e-3, gamma_I=1.0, graph=graph).fit(X, y_semi)
+    with pytest.raises(ValueError, match="not numerically positive definite.*solver='newton'"):
+        LapSVMClassifier(solver="tinv", gamma_A=1e-3, gamma_I=1.0, graph=graph).fit(X, y_semi)
 
 
 def test_lapsvm_class_prior_holds():

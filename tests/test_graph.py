@@ -10,7 +10,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import normalize
 
+import linlap
 import linlap.graph.search as search_mod
+from linlap import LapRLSClassifier
 from linlap.graph import KNNGraph
 from reference import dense_laplacian
 
@@ -776,6 +778,17 @@ def test_load_rejects_bad_files(X_small, tmp_path):
     np.save(npy, np.arange(3))
     with pytest.raises(ValueError, match="not an .npz archive"):
         KNNGraph.load(npy)
+    # numpy's own message for these advised unpickling them (allow_pickle)
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    with pytest.raises(ValueError, match="not an .npz archive") as info:
+        KNNGraph.load(text)
+    assert "pickle" not in str(info.value)
+    model = tmp_path / "model.joblib"
+    linlap.save(LapRLSClassifier(graph=KNNGraph(n_neighbors=4)).fit(
+        X_small, np.r_[0, 1, np.full(X_small.shape[0] - 2, -1)]), model)
+    with pytest.raises(ValueError, match="a linlap model file: read it with linlap.load"):
+        KNNGraph.load(model)
 
     with np.load(good) as f:
         arrays = {key: f[key] for key in f.files}

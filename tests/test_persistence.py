@@ -7,6 +7,7 @@ import os
 import joblib
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.feature_selection import SelectFromModel
 from sklearn.pipeline import make_pipeline
@@ -189,6 +190,17 @@ def test_interrupted_save_leaves_previous_model_intact(tmp_path, fitted, monkeyp
     assert os.listdir(tmp_path) == ["model.joblib"]
     monkeypatch.undo()
     assert linlap.load(path) is not None
+
+
+def test_save_refuses_an_unfitted_model(tmp_path, fitted):
+    # a file that loads and then fails at predict would hide the mistake until later
+    path = tmp_path / "model.joblib"
+    linlap.save(fitted, path)
+    before = path.read_bytes()
+    for unfitted in (LapRLSClassifier(), make_pipeline(make_vectorizer(), LapRLSClassifier())):
+        with pytest.raises(NotFittedError, match="cannot save an unfitted"):
+            linlap.save(unfitted, path)
+    assert path.read_bytes() == before
 
 
 def test_save_into_missing_directory_fails_cleanly(tmp_path, fitted):

@@ -288,6 +288,11 @@ def test_few_unlabeled_rows_warn_with_the_scaled_gamma_I(data):
     with pytest.warns(UserWarning, match="rows are unlabeled: gamma_I='scaled'") as record:
         LapRLSClassifier().fit(X[lab], y[lab])
     assert record[0].filename == __file__  # points at the caller's line
+    # EMR resolves 'scaled' before its base fits: it warns itself, once
+    with pytest.warns(UserWarning, match="rows are unlabeled: gamma_I='scaled'") as record:
+        EMRClassifier(candidates={"power": [1, 2]}, max_iter=2).fit(X[lab], y[lab])
+    assert sum("rows are unlabeled" in str(w.message) for w in record) == 1
+    assert record[0].filename == __file__
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warnings.filterwarnings("ignore", "The rows of X")  # the fixture's row norms

@@ -86,6 +86,11 @@ ROW_NORM_WARNING = "The rows of X"
 #: weight γ_A / m², here more than 2× or less than ¼× the measured one (bench/RESULTS.md,
 #: the γ_A sweep under "Out-of-the-box defaults ... gamma_A='scaled'", shows the cost).
 UNIT_NORM_RANGE = (0.7, 2.0)
+#: Median norm of the non-empty rows above which a fit with an intercept warns: the
+#: CG's stopping rules weigh the intercept's equation against w's, whose terms grow with
+#: the squared row norm, so the intercept can be left unsolved (at the default tol,
+#: LapRLS's from rows of norm 3·10⁷, the Newton LapSVM's from 10¹¹, on a 40-row problem).
+INTERCEPT_ROW_NORM = 1e4
 
 
 def row_squared_norms(X):
@@ -111,7 +116,7 @@ def check_row_norms(squared_norms, scaled_gamma_A, median_message=None):
     empty rows) spread by more than ``ROW_NORM_SPREAD`` from the 5th to the 95th
     percentile, or, with ``scaled_gamma_A`` (``gamma_A='scaled'``) or a
     ``median_message`` (``median -> str``, the warning of another caller), when their
-    median is outside ``UNIT_NORM_RANGE``.
+    median is outside ``UNIT_NORM_RANGE``. Returns that median (0 if every row is empty).
 
     The graph term compares the decision values ``x·w`` of neighbouring rows, and those
     grow with a row's norm: with rows of unequal length (raw counts, TF-IDF with
@@ -121,7 +126,7 @@ def check_row_norms(squared_norms, scaled_gamma_A, median_message=None):
     """
     sq = squared_norms[squared_norms > 0]
     if sq.size == 0:
-        return
+        return 0.0
     lo, mid, hi = np.sqrt(np.percentile(sq, [5, 50, 95]))
     if hi > ROW_NORM_SPREAD * lo:
         warnings.warn(
@@ -135,7 +140,7 @@ def check_row_norms(squared_norms, scaled_gamma_A, median_message=None):
             f"sklearn.preprocessing.Normalizer().", UserWarning,
             stacklevel=user_stacklevel())
     if UNIT_NORM_RANGE[0] <= mid <= UNIT_NORM_RANGE[1]:
-        return
+        return mid
     if scaled_gamma_A:
         warnings.warn(
             f"The rows of X have norms around {mid:.3g}, and gamma_A='scaled' was measured "
@@ -146,6 +151,7 @@ def check_row_norms(squared_norms, scaled_gamma_A, median_message=None):
             stacklevel=user_stacklevel())
     elif median_message is not None:
         warnings.warn(median_message(mid), UserWarning, stacklevel=user_stacklevel())
+    return mid
 
 
 def nonempty_rows(X):
@@ -639,20 +645,26 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
             return scaled_gamma_I(n_labeled, n_classes)
         return float(self.gamma_I)
 
+    def _warn_few_unlabeled(self, n_rows, n_labeled):
+        """Warn when a data-driven γ_I ('scaled', 'auto') meets fewer unlabeled rows than
+        labeled ones (also EMRClassifier's, which resolves 'scaled' before the base fits)."""
+        n_unlabeled = n_rows - n_labeled
+        if isinstance(self.gamma_I, str) and n_unlabeled < n_labeled:
+            warnings.warn(
+                f"only {n_unlabeled} of the {n_rows} rows are unlabeled: "
+                f"gamma_I={self.gamma_I!r} assumes many unlabeled documents (it was measured "
+                f"with 20 or more per labeled one), and with few the graph term can override "
+                f"the labels (predictions of one class). Fit on the unlabeled documents too "
+                f"(labeled -1, or your unlabeled marker), or pass a smaller gamma_I "
+                f"(gamma_I=0: the labels alone).", UserWarning, stacklevel=user_stacklevel())
+
     def _set_gammas(self, X, y_idx, labeled_rows, graph):
         """Set ``gamma_A_``, ``gamma_I_`` (the weights the solver uses) and
         ``gamma_I_selection_``."""
         self.gamma_I_selection_ = None
         n_classes = int(y_idx.max()) + 1
         n_unlabeled = X.shape[0] - labeled_rows.size
-        if isinstance(self.gamma_I, str) and n_unlabeled < labeled_rows.size:
-            warnings.warn(
-                f"only {n_unlabeled} of the {X.shape[0]} rows are unlabeled: "
-                f"gamma_I={self.gamma_I!r} assumes many unlabeled documents (it was measured "
-                f"with 20 or more per labeled one), and with few the graph term can override "
-                f"the labels (predictions of one class). Fit on the unlabeled documents too "
-                f"(labeled -1, or your unlabeled marker), or pass a smaller gamma_I "
-                f"(gamma_I=0: the labels alone).", UserWarning, stacklevel=user_stacklevel())
+        self._warn_few_unlabeled(X.shape[0], labeled_rows.size)
         if isinstance(self.gamma_A, str) and self.gamma_A == "scaled":
             self.gamma_A_ = scaled_gamma_A(labeled_rows.size, n_classes)
         else:
@@ -674,8 +686,16 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
 
     def _check_row_norms(self, squared_norms):
         """:func:`check_row_norms` of X's rows (the unit-norm check for 'scaled' γ_A)."""
-        check_row_norms(squared_norms, isinstance(self.gamma_A, str)
-                        and self.gamma_A == "scaled")
+        mid = check_row_norms(squared_norms, isinstance(self.gamma_A, str)
+                              and self.gamma_A == "scaled")
+        if self.fit_intercept and mid > INTERCEPT_ROW_NORM:
+            warnings.warn(
+                f"The rows of X have norms around {mid:.3g}: the solver's stopping rules "
+                f"weigh the intercept's equation against those of w, which grow with the "
+                f"squared row norm, so the intercept may be left unsolved (measured from "
+                f"norms of 3e7 at the default tol). Scale the rows down (e.g. "
+                f"sklearn.preprocessing.Normalizer()).", UserWarning,
+                stacklevel=user_stacklevel())
 
     def _report_gammas(self, n_labeled, n_unlabeled, n_classes):
         """With ``verbose``: the weights the solver uses (what 'scaled'/'auto' became)."""

@@ -314,7 +314,9 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
     gamma_R : float or 'auto', default='auto'
         Weight of ``‖μ‖²``. Large values keep μ near uniform, 0 puts all weight on the
         smoothest candidate. 'auto' (seed 002 §4): the mean of ``S_k`` at the first
-        f (uniform μ), then fixed.
+        f (uniform μ), then fixed. (Over powers of one graph, near-uniform μ acts like
+        the lowest power, whose λ^p rules the smooth end of the spectrum: at 10 × 'auto'
+        and above, 14–29 points worse on four of the bench corpora; bench/RESULTS.md.)
     tol : float, default=1e-3
         Decrease of J by a μ step, relative to J's terms in μ, below which μ counts as
         settled; and by an early-stopped f step, relative to J's terms in f, below which
@@ -425,8 +427,9 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         scales = np.array([g.scale_ for g in graphs])
 
         est = clone(base).set_params(warm_start=True)
-        if isinstance(est, LinearLapClassifier):  # before 'scaled' γ_A becomes a number
+        if isinstance(est, LinearLapClassifier):  # before 'scaled' γ_A, γ_I become numbers
             est._check_row_norms(row_squared_norms(X))
+            est._warn_few_unlabeled(n, labeled.size)
         if isinstance(est.gamma_I, str):  # one γ_I for every alternation
             if est.gamma_I != "scaled":
                 raise ValueError(f"EMRClassifier needs its estimator's gamma_I to be a "

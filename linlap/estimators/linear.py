@@ -264,7 +264,7 @@ class LapSVMClassifier(LinearLapClassifier):
 
     def __getstate__(self):
         # the cached d × d factor is a speed-up, not part of the model
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # object.__getstate__ returns __dict__ itself
         state.pop("_tinv_cache", None)
         return state
 

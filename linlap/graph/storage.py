@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from .._atomic import atomic_write
 from .._validation import is_int
+from ..persistence import _is_model_file
 
 __all__ = ["save_graph", "load_graph"]
 
@@ -73,6 +74,17 @@ def load_graph(cls, path):
     """
     path = os.fspath(path)
     bad = f"{path!r} is not a valid linlap KNNGraph file"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise ValueError(f"{bad}: {exc}") from exc
+    # np.load would take another file for a .npy array or a pickle, and its message for
+    # the latter advises unpickling it
+    if head[:2] != b"PK":
+        what = ("a linlap model file: read it with linlap.load" if _is_model_file(path)
+                else "not an .npz archive (KNNGraph.save writes one)")
+        raise ValueError(f"{bad}: {what}")
     try:
         npz = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:

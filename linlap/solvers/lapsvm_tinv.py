@@ -147,7 +147,17 @@ def tinv_factor(X, laplacian_matvec, *, gamma_A, gamma_I, scale, fit_intercept=T
     M[np.diag_indices(d)] += 1.0
     # LAPACK reads only the upper triangle, so the blockwise round-off asymmetry of M
     # does not matter; overwrite M to keep one d × d array.
-    R = sla.cholesky(M, lower=False, overwrite_a=True, check_finite=False)
+    try:
+        R = sla.cholesky(M, lower=False, overwrite_a=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        # I + ratio·XᵀL^pX ⪰ I in exact arithmetic: only round-off in XᵀL^pX (a high
+        # power of a Laplacian with large eigenvalues) makes the factorisation fail
+        raise ValueError(
+            "T⁻¹ preprocessing: T² = I + (gamma_I/gamma_A)·XᵀL^pX is not numerically "
+            "positive definite (round-off in XᵀL^pX: a high power of the Laplacian, "
+            "e.g. an unnormalised one, has a spectrum too wide for double precision). "
+            "Use solver='newton', a normalised graph or a smaller power, or a smaller "
+            "gamma_I/gamma_A.") from None
     if fit_intercept and not bias_free:
         m = ratio * np.asarray(X.T @ Lp1).ravel()
         q0 = ratio * Lp1.sum()
