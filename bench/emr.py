@@ -2,7 +2,8 @@
 
     python bench/emr.py [--data-dir DIR] [--corpora pcmac,20ng,20ng-top,subjects,synthetic]
                         [--draws 5] [--methods all|'sub;sub;...'] [--study] [--gamma-I-sweep]
-                        [--gamma-A-sweep] [--k-sweep] [--cost [--repeats 3]]
+                        [--gamma-A-sweep] [--k-sweep] [--gamma-R-sweep]
+                        [--cost [--repeats 3]]
                         [--loo-powers [--loo-dims 100,300]]
                         [--cache-dir DIR]
                         [--graph exact,exact-svd,default]
@@ -286,6 +287,20 @@ def k_sweep_methods(graph):
             for k in SWEEP_K}
 
 
+#: multiples of γ_R 'auto' of --gamma-R-sweep (1e4: μ uniform to two digits)
+SWEEP_GAMMA_R = (1, 3, 10, 100, 1e4)
+
+
+def gamma_R_sweep_methods(graph):
+    """EMRClassifier() at γ_R = m × the value 'auto' takes on the draw (--gamma-R-sweep;
+    read on test labels). Each row fits EMRClassifier() once more to read that value."""
+    def fit(X, ys, yv, m):
+        e = EMRClassifier(graph=graph).fit(X, ys)
+        return e if m == 1 else EMRClassifier(graph=graph, gamma_R=m * e.gamma_R_).fit(X, ys)
+    return {f"EMRClassifier(gamma_R={m:g} × 'auto')":
+            (lambda X, ys, yv, m=m: fit(X, ys, yv, m)) for m in SWEEP_GAMMA_R}
+
+
 #: --graph choices: the 50-NN graph every linlap row of a run shares
 GRAPHS = {
     "exact": lambda: KNNGraph(n_neighbors=SEARCH_K, algorithm="exact", space="tfidf"),
@@ -507,7 +522,8 @@ def run_on_graph(name, kind, corpus, args):
     graphs, _ = candidate_graphs(X, GRID_KP, graph)
     methods = (sweep_methods(graph) if args.gamma_I_sweep else
                gamma_A_sweep_methods(graph) if args.gamma_A_sweep else
-               k_sweep_methods(graph) if args.k_sweep else methods_for(graph, graphs))
+               k_sweep_methods(graph) if args.k_sweep else
+               gamma_R_sweep_methods(graph) if args.gamma_R_sweep else methods_for(graph, graphs))
     if args.study:
         methods.update(study_methods(graph, graphs))
     if args.methods != "all":
@@ -589,6 +605,9 @@ def main():
     ap.add_argument("--k-sweep", action="store_true",
                     help="only LapRLSClassifier() on the k-NN subgraph, k in "
                          + ", ".join(map(str, SWEEP_K)))
+    ap.add_argument("--gamma-R-sweep", action="store_true",
+                    help="only EMRClassifier() at γ_R = m × 'auto', m in "
+                         + ", ".join(f"{m:g}" for m in SWEEP_GAMMA_R))
     ap.add_argument("--cost", action="store_true",
                     help="only EMRClassifier() against LapRLSClassifier(): fit times, "
                          "alternately, --repeats each per draw")
