@@ -71,13 +71,22 @@ def check_nonnegative(est, *names):
         check_real(name, getattr(est, name), 0)
 
 
+#: The smallest tol accepted: the smallest normal float64 (a subnormal tol times a norm
+#: underflows, and the solvers' tests divide by it)
+MIN_TOL = float(np.finfo(np.float64).tiny)
+
+
 def check_tol(est):
     """``tol`` is a relative tolerance: a number strictly between 0 and 1 (at 1 or more
-    every solver would stop before its first step and return the zero model)."""
+    every solver would stop before its first step and return the zero model), and not
+    subnormal (below ``MIN_TOL``)."""
     v = est.tol
     if (not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_))
             or not 0 < v < 1):
         raise ValueError(f"tol must be a number strictly between 0 and 1, got {v!r}.")
+    if v < MIN_TOL:
+        raise ValueError(f"tol must be at least {MIN_TOL:.3g} (the smallest normal float64), "
+                         f"got {v!r}.")
 
 
 def check_flags(est, *names):

@@ -1,5 +1,7 @@
 """Reading a fitted model's feature weights (``linlap.feature_weights``)."""
 
+import os
+
 import numpy as np
 
 from ._validation import is_int
@@ -11,10 +13,17 @@ def _split(model):
     """(estimator, feature names or None) of a Pipeline or bare estimator."""
     from sklearn.pipeline import Pipeline
 
+    from sklearn.base import OneToOneFeatureMixin
+
     if isinstance(model, Pipeline):
         est = model.steps[-1][1]
         names = None
-        if len(model.steps) > 1:
+        pre = [step for _, step in model.steps[:-1]]
+        # steps that keep the columns (a Normalizer) of a matrix without column names
+        # would name them x0, x1, …: no names, the column index is the name
+        placeholders = (all(isinstance(s, OneToOneFeatureMixin) for s in pre)
+                        and not hasattr(pre[0], "feature_names_in_")) if pre else True
+        if not placeholders:
             try:
                 names = model[:-1].get_feature_names_out()
             except Exception:  # hashing vectorizer, or a step without names
@@ -55,6 +64,11 @@ def _no_weights_message(est):
     if classes is not None:  # fitted, yet not linear
         return (f"a {name} has no feature weights (no coef_): feature_weights reads "
                 f"linear classifiers")
+    if not hasattr(est, "fit"):  # e.g. a model file's path
+        hint = (": load a saved model first (linlap.load(path))"
+                if isinstance(est, (str, bytes, os.PathLike)) else "")
+        return (f"feature_weights needs a fitted linear classifier (with coef_ and "
+                f"classes_), not a {name}{hint}")
     return (f"feature_weights needs a fitted linear classifier (with coef_ and classes_); "
             f"this {name} is not fitted: fit it first")
 

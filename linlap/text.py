@@ -104,6 +104,9 @@ class EmbeddedTfidfVectorizer(TransformerMixin, BaseEstimator):
         from sklearn.utils.extmath import randomized_svd
 
         self._check_params()
+        if isinstance(raw_documents, (str, bytes)):  # list() would make each character a document
+            raise ValueError("Iterable over raw text documents expected, string object "
+                             "received.")
         docs = list(raw_documents)
         self.tfidf_ = make_vectorizer(min_df=self.min_df, stop_words=self.stop_words,
                                       ngram_range=self.ngram_range,

@@ -122,6 +122,8 @@ def test_hashing_lapsvm_and_directory_input(tmp_path):
     # the note on stderr (as evaluate's), the lists alone on stdout
     assert "unavailable" in res.stderr and "feature " in res.stdout
     assert res.stdout.startswith("class ") and "unavailable" not in res.stdout
+    quiet = run("top-features", tmp_path / "h.model", "-n", 3, "-q")  # the lists alone
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == res.stdout
     res = run("evaluate", tmp_path / "h.model", tmp_path / "docs", "-q")
     assert res.returncode == 0, res.stderr
     assert "30 labeled documents" in res.stdout
@@ -691,6 +693,61 @@ def test_predict_ids_of_csv_rows(tmp_path, capsys):
     rows = capsys.readouterr().out.splitlines()
     assert rows[0] == "id,prediction" and [r.split(",")[0] for r in rows[1:]] == \
         [str(i) for i in range(1, 41)]
+
+
+def test_plain_predictions_are_the_bare_labels(tmp_path, capsys):
+    """One label per line as the class is named, a comma or quote included (was CSV-quoted:
+    '"mac, apple"'); CSV quoting only with --ids; a name with a line break is refused there."""
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    names = {"car": 'pc "ibm"', "fruit": "mac, apple"}
+    data = _write_texts_csv(tmp_path / "d.csv", texts,
+                            [names[c] if i < 12 else "" for i, c in enumerate(y)])
+    model = tmp_path / "m"
+    assert main(["fit", str(data), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(model), str(data), "-q"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 40 and set(lines) <= {'pc "ibm"', "mac, apple"}
+    assert main(["predict", str(model), str(data), "-q", "--ids"]) == 0
+    rows = list(csv.reader(capsys.readouterr().out.splitlines()))
+    assert [r[1] for r in rows[1:]] == lines
+    broken = _write_texts_csv(tmp_path / "b.csv", texts,
+                              ["two\nlines" if c == "car" and i < 12 else c if i < 12 else ""
+                               for i, c in enumerate(y)])
+    assert main(["fit", str(broken), "--model", str(model), "--n-neighbors", "5", "-q"]) == 0
+    capsys.readouterr()
+    _error_of(capsys, main(["predict", str(model), str(data), "-q"]), 2,
+              "contains a line break", "--ids")
+    assert main(["predict", str(model), str(data), "-q", "--ids"]) == 0
+
+
+def test_labels_that_look_like_documents_warn_and_are_shown_short(tmp_path, capsys):
+    """Swapped --text-column / --label-column: the report showed whole documents as class
+    names, and nothing said the columns looked swapped."""
+    from linlap.cli import main
+
+    texts, y = _two_topic_texts(40)
+    docs = [f"{t}\nsecond line of a longer document {i}" for i, t in enumerate(texts)]
+    data = _write_texts_csv(tmp_path / "d.csv", docs, y)
+    model = str(tmp_path / "m")
+    assert main(["fit", str(data), "--model", model, "--text-column", "label",
+                 "--label-column", "text", "--n-neighbors", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "40 class names look like documents" in err and "--label-column" in err
+    report = next(ln for ln in err.splitlines() if ln.startswith("40 documents"))
+    assert "second line" not in report and "⏎" in report and len(report) < 600
+    # one class per labeled row without long names: the same question
+    short = _write_texts_csv(tmp_path / "s.csv", texts,
+                             [f"c{i}" if i < 12 else "" for i in range(40)])
+    assert main(["fit", str(short), "--model", model, "--n-neighbors", "5", "-q"]) == 0
+    assert "each of the 12 labeled rows has a class of its own" in capsys.readouterr().err
+    # ordinary labels: no such warning
+    normal = _write_texts_csv(tmp_path / "n.csv", texts, [c if i < 12 else ""
+                                                          for i, c in enumerate(y)])
+    assert main(["fit", str(normal), "--model", model, "--n-neighbors", "5", "-q"]) == 0
+    assert "the right one" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, fragment", [
@@ -1653,9 +1710,11 @@ def test_a_single_class_drawn_is_said_in_the_options_of_the_command(capsys):
     `unlabeled=None` (if -1 were a class), which the command cannot take."""
     from linlap.cli import main
 
-    line = _error_of(capsys, main(["demo", "--n-labels", "1"]), 1)
-    assert line == ("linlap: error: --n-labels 1: a classifier needs labels of two classes; "
-                    "draw at least 2")
+    # known before anything is read: a wrong command line, exit 2 (was 1)
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--n-labels", "1"])
+    assert exc.value.code == 2
+    assert "argument --n-labels: must be >= 2, got 1" in capsys.readouterr().err
 
 
 def test_plot_labels_notes_skipped_label_counts_even_with_quiet(tmp_path, capsys):
@@ -1772,6 +1831,8 @@ def test_one_class_data_is_said_so_whatever_the_label_count(tmp_path, capsys):
     ("--tol", "1", "must be a number strictly between 0 and 1, got '1'"),
     ("--tol", "inf", "must be a number strictly between 0 and 1, got 'inf'"),
     ("--tol", "nan", "must be a number strictly between 0 and 1, got 'nan'"),
+    ("--tol", "1e-320", "must be at least 2.23e-308 (the smallest normal float64), got "
+                        "'1e-320'"),
     ("--tol", "small", "expected a number, got 'small'"),
 ])
 def test_max_iter_and_tol_refuse_bad_values_before_reading(option, value, message, capsys):
@@ -2073,6 +2134,8 @@ def test_candidate_k_equal_once_capped_are_merged_with_a_warning(tmp_path, capsy
     (["--power", "2", "--n-neighbors", "5", "--gamma-R", "auto"], "--gamma-R weighs"),
     (["--power", "1,5", "--gamma-I", "auto"],
      "--power 1,5: --gamma-I auto is not available with candidate graphs"),
+    (["--power", "1,5", "--gamma-I", "0"],
+     "--power 1,5: --gamma-I 0 leaves no graph term for the candidate graphs' weights"),
     (["--power", "2,101"], "--power 101: the largest power is 100"),
     (["--power", "101"], "--power 101: the largest power is 100"),
 ])

@@ -274,6 +274,16 @@ def test_estimator_dask_bad_input(client):
         LapRLSClassifier(graph=graph).fit(as_dask(csr_row_blocks(X[:50], 3)), y[:50])
     with pytest.raises(ValueError, match="features"):
         LapRLSClassifier(graph=graph).fit(X, y).predict(as_dask(csr_row_blocks(X[:, :3], 2)))
+    # in-memory estimators name the method a dask X reached (was numpy's "setting an
+    # array element with a sequence" from spectral clustering's transform and predict)
+    from linlap import LaplacianSpectralClustering
+    sc = LaplacianSpectralClustering(n_clusters=2, graph=graph).fit(X)
+    for method in ("transform", "predict"):
+        with pytest.raises(ValueError, match="Cannot transform a dask array X: "
+                                             "LaplacianSpectralClustering works on X in memory"):
+            getattr(sc, method)(as_dask(csr_row_blocks(X, 3)))
+    with pytest.raises(ValueError, match="Cannot fit a dask array X: .*which fit dask arrays"):
+        LaplacianSpectralClustering(n_clusters=2).fit(as_dask(csr_row_blocks(X, 3)))
 
 
 def test_estimator_builds_the_graph_on_the_workers(client):

@@ -42,6 +42,15 @@ def test_pair_update_is_eq10():
     assert pair_update(0.3, 0.2, 5.0, 0.0, 1.0) == (0.0, 0.5)
     assert pair_update(0.3, 0.2, 0.0, 5.0, 1.0) == (0.5, 0.0)
     assert pair_update(0.3, 0.2, 1.0, 1.0, 0.0) == (0.3, 0.2)
+    # a subnormal γ_R: the γ_R → 0 answer without an overflow (was numpy's warning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for gamma_R in (1e-310, 5e-324):
+            assert pair_update(np.float64(0.3), np.float64(0.2), np.float64(1.0),
+                               np.float64(1.2), gamma_R) == (0.5, 0.0)
+            assert pair_update(np.float64(0.3), np.float64(0.2), np.float64(1.0),
+                               np.float64(1.0), gamma_R) == (0.25, 0.25)
+        np.testing.assert_allclose(update_mu(np.array([1.0, 1.2, 3.0]), 1e-310), [1, 0, 0])
 
 
 def test_update_mu_limits():

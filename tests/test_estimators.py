@@ -230,8 +230,8 @@ def test_errors_name_the_problem(Est):
     with pytest.warns(UserWarning, match="1 of 60 rows of X are empty"):
         Est().fit(Xe.tocsr(), y_semi)  # an empty document is an isolated node
     for bad in [dict(gamma_A=-1), dict(gamma_I=np.nan), dict(gamma_A=0, gamma_I=0),
-                dict(tol=0), dict(tol=1.0), dict(tol=np.inf), dict(max_iter=0),
-                dict(class_prior="balanced"),
+                dict(tol=0), dict(tol=1.0), dict(tol=np.inf), dict(tol=1e-320),
+                dict(max_iter=0), dict(class_prior="balanced"),
                 dict(class_prior=[0.2, 0.2]), dict(class_prior=[1.5, -0.5]),
                 dict(graph="knn")]:
         with pytest.raises(ValueError):

@@ -226,3 +226,6 @@ def test_kernel_clustering_and_unfitted_messages():
                                                            random_state=0).fit(X))
     with pytest.raises(ValueError, match="this LapRLSClassifier is not fitted: fit it first"):
         linlap.feature_weights(LapRLSClassifier())
+    # a model file's path is no model (was "this str is not fitted: fit it first")
+    with pytest.raises(ValueError, match=r"not a str: load a saved model first \(linlap.load"):
+        linlap.feature_weights("model.joblib")

@@ -203,6 +203,7 @@ def test_pipeline_with_fit_params(moons):
     (dict(early_stopping="sometimes"), "early_stopping"),
     (dict(tol=0), "tol"),
     (dict(tol=1.0), "tol must be a number strictly between 0 and 1"),
+    (dict(tol=1e-320), "tol must be at least 2.23e-308"),
     (dict(max_iter=0), "max_iter"),
     (dict(check_every=0), "check_every"),
     (dict(stability_tol=1.5), "stability_tol"),

@@ -11,6 +11,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.feature_selection import SelectFromModel
 from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import Normalizer
 
 import linlap
 from linlap import KNNGraph, LapRLSClassifier, LapSVMClassifier
@@ -252,6 +253,11 @@ def test_feature_weights_multiclass_and_hashing():
     pipe = make_pipeline(HashingVectorizer(n_features=64),
                          LapRLSClassifier(graph=KNNGraph(n_neighbors=2))).fit(texts, ylab)
     assert isinstance(_rows(linlap.feature_weights(pipe, top=1))[0]["term"], int)
+    # a row normaliser on a bare matrix (linlap fit --normalize l2): column indices, as
+    # without it (were Normalizer's placeholder names 'x0', 'x1', …)
+    norm = make_pipeline(Normalizer(), LapRLSClassifier(graph=KNNGraph(n_neighbors=5)))
+    rows = _rows(linlap.feature_weights(norm.fit(X, y), top=1))
+    assert [r["term"] for r in rows[::2]] == [0, 1, 2]
 
 
 def test_select_from_model(data):

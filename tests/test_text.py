@@ -87,6 +87,10 @@ def test_params_clone_and_errors():
         EmbeddedTfidfVectorizer(min_df=1, stop_words=None).fit(["alpha", "beta", "gamma"])
     with pytest.raises(NotFittedError, match="EmbeddedTfidfVectorizer instance is not fitted"):
         EmbeddedTfidfVectorizer().transform(docs)
+    # one string is not a corpus of its characters (as scikit-learn's vectorizers say)
+    for method in ("fit", "fit_transform"):
+        with pytest.raises(ValueError, match="Iterable over raw text documents expected"):
+            getattr(EmbeddedTfidfVectorizer(min_df=1), method)(" ".join(docs))
 
 
 def test_embedding_keeps_empty_documents_empty():

@@ -46,6 +46,10 @@ def _tol_arg(text):
     if not 0 < value < 1:  # nan fails too
         raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got "
                                          f"{text!r}")
+    from .._validation import MIN_TOL
+    if value < MIN_TOL:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_TOL:.3g} (the smallest "
+                                         f"normal float64), got {text!r}")
     return value
 
 
@@ -104,8 +108,8 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser("demo", help="fit LapRLS on the bundled PCMAC corpus and compare "
                                        "with a supervised LinearSVC")
-    demo.add_argument("--n-labels", type=_int_arg(1), default=50,
-                      help="labeled training documents (default 50)")
+    demo.add_argument("--n-labels", type=_int_arg(2), default=50,
+                      help="labeled training documents, at least 2 (default 50)")
     demo.add_argument("--seed", type=_seed_arg, default=0,
                       help="seed of the label draw (default 0)")
     demo.set_defaults(func=_demo)
@@ -272,6 +276,9 @@ def build_parser():
     top.add_argument("model", metavar="MODEL", help="a model file written by linlap fit")
     top.add_argument("-n", "--top", dest="n", type=_int_arg(1), default=30, metavar="N",
                      help="terms per list (default 30)")
+    top.add_argument("-q", "--quiet", action="store_true",
+                     help="no notes on stderr (why terms have no names, embedding "
+                          "dimensions left out): the lists alone")
     top.set_defaults(func=_top_features)
     pl = sub.add_parser("plot", help="write a PNG: solver convergence, test error vs "
                                      "number of labels, or the solution path (needs "

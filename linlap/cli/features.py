@@ -40,14 +40,15 @@ def _top_features(args):
         raise ValueError(f"{args.model}: {why}")
     fw = _Weights(model)
     coef = fw.coef
-    # a normaliser's generic x0, x1, … are no term names
-    names = fw.names if _has_vectorizer(model) else None
+    names = fw.names
     classes = [str(c) for c in fw.est.classes_]
     if names is None:
         # notes on stderr, like evaluate's: stdout holds the lists alone
-        print(f"(term names are unavailable: {_no_names_reason(model)})", file=sys.stderr)
+        if not args.quiet:
+            print(f"(term names are unavailable: {_no_names_reason(model)})",
+                  file=sys.stderr)
         names = np.array([f"feature {j}" for j in fw.columns], dtype=object)
-    if fw.n_embedding:
+    if fw.n_embedding and not args.quiet:
         last = (f"; they are the last {fw.n_embedding} columns of model[-1].coef_"
                 if len(model.steps) == 2 else "")
         print(f"(terms only: the {fw.n_embedding} embedding dimensions (--embedding) are "

@@ -110,6 +110,9 @@ def _candidate_grid(args):
     if args.gamma_I == "auto":  # EMR fits one γ_I for every candidate
         raise UsageError(f"{given}: --gamma-I auto is not available with candidate "
                          f"graphs; give a number or scaled")
+    if args.gamma_I == 0:  # μ would weigh a term that is not there
+        raise UsageError(f"{given}: --gamma-I 0 leaves no graph term for the candidate "
+                         f"graphs' weights to weigh; give --gamma-I > 0, or one graph")
     return grid
 
 
@@ -124,6 +127,31 @@ def _merge_capped(values, k):
                       f"candidate graphs have k = {', '.join(map(str, capped))}",
                       UserWarning, stacklevel=2)
     return capped
+
+
+#: Class names longer than this are cut in fit's report (and hint at swapped columns)
+CLASS_NAME_WIDTH = 40
+
+
+def _short_name(name):
+    """A class name on one short line: line breaks shown as ⏎, cut at CLASS_NAME_WIDTH."""
+    name = str(name).replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ⏎ ")
+    return name if len(name) <= CLASS_NAME_WIDTH else name[:CLASS_NAME_WIDTH - 1] + "…"
+
+
+def _warn_text_like_labels(args, fmt, classes, n_labeled):
+    """Labels that look like documents (a line break, longer than 200 characters, or
+    one class per labeled row): most often --text-column and --label-column swapped."""
+    if fmt not in ("csv", "jsonl"):
+        return
+    long = [c for c in classes if "\n" in c or "\r" in c or len(c) > 200]
+    if not long and not (n_labeled >= 10 and len(classes) == n_labeled):
+        return
+    why = (f"{len(long)} class names look like documents (e.g. {_short_name(long[0])!r})"
+           if long else f"each of the {n_labeled} labeled rows has a class of its own")
+    warnings.warn(f"{why}: is the label column {args.label_column!r} the right one "
+                  f"(--label-column; the text column is {args.text_column!r}, "
+                  f"--text-column)?", UserWarning, stacklevel=2)
 
 
 def _make_text_vectorizer(args):
@@ -382,8 +410,9 @@ def _fit(args):
     if n < 3:
         raise ValueError(f"{args.data}: only {n} rows; the graph needs at least 3")
     rep.line(f"{n} documents: {n_lab} labeled ({len(classes)} classes: "
-             f"{', '.join(classes[:10])}{', …' if len(classes) > 10 else ''}), "
-             f"{n - n_lab} unlabeled")
+             f"{', '.join(map(_short_name, classes[:10]))}"
+             f"{', …' if len(classes) > 10 else ''}), {n - n_lab} unlabeled")
+    _warn_text_like_labels(args, fmt, classes, n_lab)
     if n_lab == n:
         _warn_marker_classes(args, fmt, labels, classes)
     if fmt == "svmlight" and args.unlabeled_label is None:

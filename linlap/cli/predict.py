@@ -19,6 +19,11 @@ def _predict(args):
     rep = _Reporter(args.quiet)
     model, _, batches = _model_input(args)
     classes = _model_classes(model)
+    # the plain output is the bare labels, one per line (CSV quoting only with a header)
+    plain = not (args.ids or args.decision_values)
+    if plain and any("\n" in str(c) or "\r" in str(c) for c in classes):
+        raise UsageError("a class name of the model contains a line break, which the plain "
+                         "output (one label per line) cannot hold: add --ids for CSV output")
     total = 0
     t = time.perf_counter()
     with _output(args.out) as out:
@@ -46,7 +51,10 @@ def _predict(args):
                     rows = ([label] for label in model.predict(batch.data))
                 if args.ids:
                     rows = ([id_] + row for id_, row in zip(batch.ids, rows))
-                writer.writerows(rows)
+                if plain:
+                    out.writelines(f"{label}\n" for (label,) in rows)
+                else:
+                    writer.writerows(rows)
                 total += len(batch)
                 bar.update(len(batch))
         finally:

@@ -262,13 +262,14 @@ def check_labels(y, marker):
     return labeled_rows, np.flatnonzero(unlabeled), classes, y_idx
 
 
-def check_in_memory(est, X):
+def check_in_memory(est, X, action="fit"):
     """Refuse a dask array X with a message saying what to do (else scikit-learn's
-    validation fails on it with an unrelated message)."""
+    validation fails on it with an unrelated message); ``action`` names the method."""
     if is_dask_array(X):
-        raise ValueError(f"Cannot fit a dask array X: {type(est).__name__} fits X in memory "
-                         f"only; compute it first (X.compute()), or fit LapRLSClassifier / "
-                         f"LapSVMClassifier, which fit dask arrays.")
+        other = (", or fit LapRLSClassifier / LapSVMClassifier, which fit dask arrays"
+                 if action == "fit" else "")
+        raise ValueError(f"Cannot {action} a dask array X: {type(est).__name__} works on "
+                         f"X in memory only; compute it first (X.compute()){other}.")
 
 
 def check_finite_scores(scores):

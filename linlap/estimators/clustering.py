@@ -218,6 +218,7 @@ class LaplacianSpectralClustering(ClusterMixin, TransformerMixin, BaseEstimator)
     def transform(self, X):
         """The eigenfunctions at new rows: ``f(x)`` of shape (n_samples, n_components)."""
         check_is_fitted(self, "embedding_")
+        check_in_memory(self, X, "transform")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         if self.coef_ is not None:
             return np.asarray(X @ self.coef_, dtype=np.float64)

@@ -36,9 +36,14 @@ def pair_update(mu_i, mu_j, s_i, s_j, gamma_R):
     smaller ``s`` (unchanged on a tie).
     """
     c = mu_i + mu_j
+    d = s_j - s_i
     if gamma_R > 0:
-        a = (2.0 * gamma_R * c + (s_j - s_i)) / (4.0 * gamma_R)
-        a = min(max(a, 0.0), c)
+        # the unclipped minimiser c/2 + d/(4γ_R) is in [0, c] iff |d| ≤ 2γ_R c: test that
+        # first, so that a tiny γ_R never divides into an overflow
+        if abs(d) > 2.0 * gamma_R * c:
+            a = c if d > 0 else 0.0
+        else:
+            a = min(max(0.5 * c + d / (4.0 * gamma_R), 0.0), c)
     elif s_i < s_j:
         a = c
     elif s_j < s_i:
