@@ -838,7 +838,12 @@ def test_data_from_standard_input(tmp_path, corpus, model):
     assert res.stdout == from_file.stdout and len(res.stdout.splitlines()) == 200
     res = run_stdin("evaluate", model, "-", "--format", "jsonl", "--text-column", "body",
                     "--label-column", "topic", "-q")
-    assert res.returncode == 0 and "200 labeled documents in -" in res.stdout, res.stderr
+    # named as the readers name it (was "in -")
+    assert res.returncode == 0 and "200 labeled documents in <stdin>" in res.stdout, res.stderr
+    res = run_stdin("fit", "-", "--format", "jsonl", "--text-column", "body", "--label-column",
+                    "topic", "--model", tmp_path / "m", "--n-neighbors", 5, "--power", 1,
+                    "--gamma-I", 0.1)
+    assert res.returncode == 0 and "reading <stdin>" in res.stderr, res.stderr
     res = run_stdin("predict", model, "-")
     assert res.returncode == 2 and res.stderr.startswith("linlap: error: DATA - (standard "
                                                          "input) needs --format"), res.stderr

@@ -147,6 +147,11 @@ def _draw_labels(y, n, seed, unlabeled=-1):
     return drawn
 
 
+def _data_name(args):
+    """DATA as messages name it: ``<stdin>`` for ``-`` (as the readers' own messages do)."""
+    return "<stdin>" if args.data == "-" else args.data
+
+
 def _reader_kwargs(args, unlabeled_label):
     """The reader's options; ``unlabeled_label`` as :func:`_unlabeled_label` gives it."""
     return dict(text_column=args.text_column, label_column=args.label_column,
@@ -205,8 +210,8 @@ def _check_format_option(args):
     elif args.format != "auto" and os.path.exists(args.data) \
             and (args.format == "dir") != os.path.isdir(args.data):
         if args.format == "dir":
-            raise UsageError(f"--format dir: {args.data} is not a directory")
-        raise UsageError(f"--format {args.format}: {args.data} is a directory (--format "
+            raise UsageError(f"--format dir: {_data_name(args)} is not a directory")
+        raise UsageError(f"--format {args.format}: {_data_name(args)} is a directory (--format "
                          f"dir, or leave --format out)")
 
 
@@ -291,9 +296,9 @@ def _model_input(args, need_labels=False):
     # input, not another format's
     if (kind == "text") != (fmt != "svmlight"):
         if kind == "text":
-            raise ValueError(f"{args.data}: the model was fit on text, but this input is "
+            raise ValueError(f"{_data_name(args)}: the model was fit on text, but this input is "
                              f"svmlight; give it CSV, JSON-lines or a directory of texts")
-        raise ValueError(f"{args.data}: the model has no vectorizer (it expects a numeric "
+        raise ValueError(f"{_data_name(args)}: the model has no vectorizer (it expects a numeric "
                          f"matrix: svmlight input, --format svmlight)")
     unlabeled_label = _unlabeled_label(args, fmt, metadata.get("unlabeled_label"))
     n_features = None

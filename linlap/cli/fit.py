@@ -7,9 +7,9 @@ import sys
 import warnings
 
 from .._atomic import check_destination, names_a_descriptor
-from ._common import (TEXT_OPTIONS, _check_columns, _check_format_option, _reader_kwargs,
-                      _GRAPH_SPELLINGS, _refuse_to_replace_inputs, _Reporter, _spelled,
-                      _unlabeled_label, UsageError)
+from ._common import (TEXT_OPTIONS, _check_columns, _check_format_option, _data_name,
+                      _GRAPH_SPELLINGS, _reader_kwargs, _refuse_to_replace_inputs, _Reporter,
+                      _spelled, _unlabeled_label, UsageError)
 
 
 def _parse_class_prior(text):
@@ -195,7 +195,7 @@ def _warn_marker_classes(args, fmt, labels, classes):
         else:
             hint = (f"pass --unlabeled-label={shlex.quote(c)} (only an empty or missing "
                     f"label means unlabeled by default)")
-        warnings.warn(f"{args.data}: no row is unlabeled, and the class {c!r} ({count} "
+        warnings.warn(f"{_data_name(args)}: no row is unlabeled, and the class {c!r} ({count} "
                       f"rows) is spelled like an unlabeled marker; if those rows are the "
                       f"unlabeled ones, {hint}", UserWarning, stacklevel=2)
 
@@ -210,7 +210,7 @@ def _warn_minus_one_class(args, labels, n_unlabeled):
         return
     unlabeled = (f"only the {n_unlabeled} rows labeled 0 as unlabeled" if n_unlabeled
                  else "no row as unlabeled")
-    warnings.warn(f"{args.data}: -1 is read as a class ({count} rows) and {unlabeled} "
+    warnings.warn(f"{_data_name(args)}: -1 is read as a class ({count} rows) and {unlabeled} "
                   f"(0 is svmlight's default marker); pass --unlabeled-label -1 if -1 "
                   f"marks your unlabeled rows (0 is then a class)", UserWarning,
                   stacklevel=2)
@@ -225,11 +225,11 @@ def _no_term_error(args):
     if args.stop_words != "none":
         filters.append(f"--stop-words {args.stop_words} drops the stop words")
     if not filters:  # the tokenizer's alone
-        return (f"{args.data}: no term in the documents (terms are words of two or more "
+        return (f"{_data_name(args)}: no term in the documents (terms are words of two or more "
                 f"letters or digits)")
     fixes = (["lower --min-df"] if tfidf and args.min_df > 1 else []) + (
         ["pass --stop-words none"] if args.stop_words != "none" else [])
-    return (f"{args.data}: no term is left after the vectorizer's filtering "
+    return (f"{_data_name(args)}: no term is left after the vectorizer's filtering "
             f"({'; '.join(filters)}); {' or '.join(fixes)}")
 
 
@@ -239,8 +239,8 @@ def _vectorizer_error(args, exc):
     if "empty vocabulary" in msg or "no terms remain" in msg:  # scikit-learn's words
         return _no_term_error(args)
     if args.embedding:
-        return f"{args.data}: --embedding {args.embedding}: {msg}"
-    return f"{args.data}: {msg}"
+        return f"{_data_name(args)}: --embedding {args.embedding}: {msg}"
+    return f"{_data_name(args)}: {msg}"
 
 
 # ----------------------------------------------------------------------------- fit
@@ -377,7 +377,7 @@ def _fit(args):
     elif args.vectorizer == "tfidf" and args.n_features != TEXT_OPTIONS["n_features"]:
         raise UsageError("--n-features applies to --vectorizer hashing only (tfidf has a "
                          "column per term of its vocabulary)")
-    with rep.step(f"reading {args.data}"):
+    with rep.step(f"reading {_data_name(args)}"):
         bar = rep.bar(desc="reading")
         try:
             batches = []
@@ -401,14 +401,14 @@ def _fit(args):
                  and n_lab < n else "")
     if n_lab == 0:
         where = "labels" if fmt == "svmlight" else f"column {args.label_column!r}"
-        raise ValueError(f"{args.data}: all {n} rows are unlabeled; label at least one "
+        raise ValueError(f"{_data_name(args)}: all {n} rows are unlabeled; label at least one "
                          f"row of each of two classes ({where}){zero_hint}")
     classes = sorted({lab for lab in labels if lab is not None})
     if len(classes) < 2:
-        raise ValueError(f"{args.data}: the labeled rows hold only one class "
+        raise ValueError(f"{_data_name(args)}: the labeled rows hold only one class "
                          f"({classes[0]!r}); a classifier needs at least two{zero_hint}")
     if n < 3:
-        raise ValueError(f"{args.data}: only {n} rows; the graph needs at least 3")
+        raise ValueError(f"{_data_name(args)}: only {n} rows; the graph needs at least 3")
     rep.line(f"{n} documents: {n_lab} labeled ({len(classes)} classes: "
              f"{', '.join(map(_short_name, classes[:10]))}"
              f"{', …' if len(classes) > 10 else ''}), {n - n_lab} unlabeled")
@@ -433,9 +433,9 @@ def _fit(args):
             X = pre[0][1].fit_transform(X)
     else:
         if not any(text.strip() for text in batch.data):
-            raise ValueError(f"{args.data}: every document is empty; no term to learn from")
+            raise ValueError(f"{_data_name(args)}: every document is empty; no term to learn from")
         if args.vectorizer == "tfidf" and args.min_df > n:  # scikit-learn: "max_df < min_df"
-            raise ValueError(f"{args.data}: --min-df {args.min_df} is more than the {n} "
+            raise ValueError(f"{_data_name(args)}: --min-df {args.min_df} is more than the {n} "
                              f"documents: no term can be in that many")
         pre = _make_text_vectorizer(args)
         with rep.step(f"vectorizing ({args.vectorizer})"):

@@ -3,7 +3,7 @@
 import warnings
 
 from .._atomic import check_destination
-from ._common import (_check_columns, _check_format_option, _draw_labels,
+from ._common import (_check_columns, _check_format_option, _data_name, _draw_labels,
                       _GRAPH_SPELLINGS, _reader_kwargs, _refuse_to_replace_inputs, _Reporter,
                       _spelled, _unlabeled_label, UsageError)
 
@@ -31,13 +31,13 @@ def _plot_data(args, fmt, unlabeled_label):
         labels = np.array(["" if lab is None else lab for lab in batch.labels], dtype=object)
         labeled = np.flatnonzero(labels != "")
         if len(labeled) < 10:
-            raise ValueError(f"{args.data}: {len(labeled)} labeled rows; plots need at "
+            raise ValueError(f"{_data_name(args)}: {len(labeled)} labeled rows; plots need at "
                              f"least 10 (30 % are held out as the test set)")
         rng = np.random.RandomState(args.seed)
         test = np.sort(rng.permutation(labeled)[int(0.7 * len(labeled)):])
         train = np.setdiff1d(np.arange(len(labels)), test)
         y, t_y = labels[train], labels[test]
-        title = str(args.data)
+        title = str(_data_name(args))
         if not isinstance(batch.data, list):  # svmlight: already a matrix
             X = batch.data.tocsr()
             return X[train], y, X[test], t_y, title

@@ -3,7 +3,7 @@
 import sys
 import time
 
-from ._common import (_model_classes, _model_input, _output, _refuse_to_replace_inputs,
+from ._common import (_data_name, _model_classes, _model_input, _output, _refuse_to_replace_inputs,
                       _Reporter, _stdout, UsageError)
 
 
@@ -74,7 +74,7 @@ def _evaluate(args):
         why = ("the default of svmlight input" if args.unlabeled_label is None
                else "--unlabeled-label")
         raise UsageError(f"{unlabeled_label!r} is a class of the model, but it marks the "
-                         f"unlabeled rows of {args.data} ({why}), which evaluate skips; "
+                         f"unlabeled rows of {_data_name(args)} ({why}), which evaluate skips; "
                          f"pass --unlabeled-label with a value that is not a class (the "
                          f"one the fit used)")
     y_true, y_pred = [], []
@@ -92,11 +92,11 @@ def _evaluate(args):
     finally:
         bar.close()
     if not y_true:
-        raise ValueError(f"{args.data}: no labeled rows to evaluate on (column "
+        raise ValueError(f"{_data_name(args)}: no labeled rows to evaluate on (column "
                          f"{args.label_column!r})")
     unknown = sorted(set(y_true) - set(classes))
     if len(unknown) == len(set(y_true)):
-        raise ValueError(f"{args.data}: none of its labels ({_some(unknown)}) is a class of "
+        raise ValueError(f"{_data_name(args)}: none of its labels ({_some(unknown)}) is a class of "
                          f"the model ({_some(classes)}); was the model fit on other label "
                          f"names, or is the label column (--label-column) another one?")
     labels = sorted(set(y_true) | set(y_pred))
@@ -112,7 +112,7 @@ def _print_report(args, y_true, y_pred, labels):
     from sklearn.metrics import (accuracy_score, classification_report, confusion_matrix,
                                  f1_score)
 
-    print(f"{len(y_true)} labeled documents in {args.data}")
+    print(f"{len(y_true)} labeled documents in {_data_name(args)}")
     print(f"accuracy  {accuracy_score(y_true, y_pred):.4f}")
     macro = f1_score(y_true, y_pred, average="macro", labels=labels, zero_division=0)
     print(f"macro-F1  {macro:.4f}")
