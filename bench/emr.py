@@ -9,7 +9,7 @@
                         [--graph exact,exact-svd,default]
 
 DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz`` (and
-``aclImdb_v1_text.tar.xz`` for ``imdb``). Corpora:
+``aclImdb_v1.tar.gz`` or ``aclImdb_v1_text.tar.xz`` for ``imdb``; ``bench/_data.py``). Corpora:
 
 * ``pcmac``: the bundled PCMAC (train/test splits), 50 labels;
 * ``20ng``: 20 Newsgroups (bydate train/test), 20 classes, 5 labels per class;
@@ -69,7 +69,7 @@ from linlap.model_selection import LapRLSClassifierCV
 from linlap.text import make_vectorizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import top_level_codes  # noqa: E402
+from _data import archive as data_archive, top_level_codes  # noqa: E402
 
 SEARCH_K = 50
 AUTO = "LapRLSClassifier(gamma_I='auto')"
@@ -102,7 +102,7 @@ def load_corpus(name, data_dir):
         tr, te, y, yt = train.data, test.data, train.target, test.target
         draw = dict(n_labeled=50, per_class=False)
     elif name in ("imdb", "imdb-train"):
-        archive = Path(data_dir) / "aclImdb_v1_text.tar.xz"
+        archive = data_archive(data_dir, "imdb")
         train, test = load_imdb(archive, "train"), load_imdb(archive, "test")
         unsup = list(load_imdb(archive, "unsup").data) if name == "imdb" else []
         tr = list(train.data) + unsup
@@ -110,7 +110,7 @@ def load_corpus(name, data_dir):
         te, yt = test.data, test.target
         draw = dict(n_labeled=1000, per_class=False, pool=len(train.data))
     else:
-        path = Path(data_dir) / "20news-bydate.tar.gz"
+        path = data_archive(data_dir, "20ng")
         train, test = load_20newsgroups(path, "train"), load_20newsgroups(path, "test")
         tr, te, y, yt = train.data, test.data, train.target, test.target
         draw = dict(n_labeled=5, per_class=True)
@@ -629,7 +629,7 @@ def main():
     corpora = args.corpora.split(",")
     if args.data_dir is None and any(c not in ("pcmac", "synthetic") for c in corpora):
         sys.exit("bench/emr.py: give the data folder with --data-dir or set LINLAP_DATA "
-                 "(it holds 20news-bydate.tar.gz and aclImdb_v1_text.tar.xz).")
+                 "(it holds 20news-bydate.tar.gz and aclImdb_v1.tar.gz).")
     warnings.simplefilter("ignore")
     for name in corpora:
         run_corpus(name, args)

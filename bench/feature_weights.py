@@ -62,6 +62,10 @@ def main():
                   f"of them with a nonzero weight, {np.abs(w[absent]).sum() / np.abs(w).sum():.0%} "
                   f"of sum |w|, {sum(absent[j] for j in tops['LapRLSClassifier()'][0])} of the "
                   f"top {args.top} by |w|")
+            order = np.argsort(-np.abs(w), kind="stable")[:args.top]
+            print("  those in the top, by |w|: "
+                  + ", ".join(f"{names[j]} (rank {r + 1})" for r, j in enumerate(order)
+                              if absent[j]))
             y0, w0 = y, w
     for name, sets in tops.items():
         J = [jaccard(p, q) for p, q in itertools.combinations(sets, 2)]

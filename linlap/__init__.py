@@ -23,6 +23,7 @@ _LAZY = {
     "LapS3VMClassifier": "linlap.estimators",
     "EMRClassifier": "linlap.estimators",
     "datasets": "linlap.datasets",
+    "model_selection": "linlap.model_selection",
     "save": "linlap.persistence",
     "load": "linlap.persistence",
     "feature_weights": "linlap.inspection",

@@ -56,6 +56,8 @@ def plot_convergence(estimators, path, *, title=None):
         own panel. Other estimators (and LapSVM's 'tinv' solver) record no history.
     path : str or path-like
         PNG file to write.
+    title : str or None, default=None
+        Title over the panels.
     """
     plt = _pyplot()
     items = [(name,) + _history_kind(name, est) for name, est in estimators.items()]
@@ -84,6 +86,9 @@ def plot_label_curve(n_labels, errors, path, *, title=None):
     errors : dict name -> sequence of errors in % (one per entry of n_labels), or of
         sequences (several draws: mean ± standard deviation is drawn)
     path : str or path-like
+        PNG file to write.
+    title : str or None, default=None
+        Title of the plot.
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 4))

@@ -29,6 +29,11 @@ import time
 import numpy as np
 
 
+
+def _weight(text):
+    """--gamma-A / --gamma-I: 'scaled' (the estimators' default) or a number."""
+    return text if text == "scaled" else float(text)
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -54,8 +59,12 @@ def parse_args(argv=None):
                    help="directory input: encoding of the files (20 Newsgroups: latin-1)")
     p.add_argument("--n-neighbors", type=int, default=50, metavar="K", help="k of the kNN graph")
     p.add_argument("--estimator", choices=("laprls", "lapsvm"), default="laprls")
-    p.add_argument("--gamma-A", type=float, default=1e-4)
-    p.add_argument("--gamma-I", type=float, default=10.0)
+    p.add_argument("--gamma-A", type=_weight, default="scaled", metavar="G",
+                   help="ambient weight: a number or scaled (default: %(default)s, the "
+                        "estimators' own)")
+    p.add_argument("--gamma-I", type=_weight, default="scaled", metavar="G",
+                   help="graph weight: a number or scaled (default: %(default)s, the "
+                        "estimators' own)")
     p.add_argument("--hide-labels", type=float, default=0.0, metavar="FRACTION",
                    help="hide this fraction of the labels from the fit and report the "
                         "accuracy on them (default: 0)")

@@ -13,7 +13,9 @@ from linlap.datasets import load_20newsgroups, load_imdb, load_pcmac, mask_label
 # folder holding them (as for bench/), and are skipped otherwise
 SHARED_DATA = Path(os.environ.get("LINLAP_DATA", "/nonexistent"))
 NEWS_ARCHIVE = SHARED_DATA / "20news-bydate.tar.gz"
-IMDB_ARCHIVE = SHARED_DATA / "aclImdb_v1_text.tar.xz"
+# the official archive, or a repack of its text files (the same aclImdb/ layout)
+IMDB_ARCHIVE = next((SHARED_DATA / name for name in ("aclImdb_v1_text.tar.xz", "aclImdb_v1.tar.gz")
+                     if (SHARED_DATA / name).is_file()), SHARED_DATA / "aclImdb_v1.tar.gz")
 
 PCMAC_NAMES = ["comp.sys.ibm.pc.hardware", "comp.sys.mac.hardware"]
 
@@ -220,7 +222,7 @@ def test_load_imdb_bad_subset():
         load_imdb("whatever.tar.xz", subset="all")
 
 
-@pytest.mark.skipif(not IMDB_ARCHIVE.is_file(), reason="set LINLAP_DATA to the folder holding aclImdb_v1_text.tar.xz")
+@pytest.mark.skipif(not IMDB_ARCHIVE.is_file(), reason="set LINLAP_DATA to the folder holding aclImdb_v1.tar.gz")
 def test_load_imdb_test_subset():
     # one sequential pass over the archive, ~10 s
     b = load_imdb(IMDB_ARCHIVE, subset="test")

@@ -23,6 +23,10 @@ def test_import_is_light():
     assert out.stdout.strip() == "[]"
     out = run_python("import linlap; print(linlap.LapRLSClassifier.__name__, linlap.__version__)")
     assert out.stdout.split()[0] == "LapRLSClassifier"
+    # the modules the README reaches through the package (model_selection was missing)
+    out = run_python("import linlap; print(linlap.model_selection.labeled_scorer.__name__, "
+                     "linlap.datasets.load_pcmac.__name__)")
+    assert out.stdout.split() == ["labeled_scorer", "load_pcmac"], out.stderr
 
 
 def test_demo_runs_and_reports():
