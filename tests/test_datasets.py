@@ -176,6 +176,13 @@ def test_mask_labels_errors():
         mask_labels(y, 2.5)
     with pytest.raises(ValueError, match="one-dimensional"):
         mask_labels(y.reshape(-1, 1), 2)
+    # NaN is no class (it was drawn as one and could be kept as a label) ...
+    y_nan = np.array([0.0, np.nan, 1.0, np.nan, 2.0])
+    with pytest.raises(ValueError, match="y has NaN labels: mark unlabeled rows"):
+        mask_labels(y_nan, 3, random_state=0)
+    # ... unless it is the marker
+    out = mask_labels(y_nan, 3, unlabeled=np.nan, random_state=0)
+    np.testing.assert_array_equal(out, y_nan)
     # the limits themselves are fine
     assert (mask_labels(y, 5, random_state=0) != -1).all()
     assert (mask_labels(y, 2, per_class=True, random_state=0) != -1).sum() == 4

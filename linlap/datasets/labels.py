@@ -65,8 +65,8 @@ def mask_labels(y, n_labeled, *, per_class=False, random_state=None, unlabeled=-
     Raises
     ------
     ValueError
-        If `y` is not one-dimensional, mixes label types that cannot be
-        ordered, `n_labeled` is not an integer >= 1, or `n_labeled` exceeds the number of labeled rows available (of the
+        If `y` is not one-dimensional, holds NaN labels (other than the `unlabeled`
+        marker), mixes label types that cannot be ordered, `n_labeled` is not an integer >= 1, or `n_labeled` exceeds the number of labeled rows available (of the
         smallest class, when `per_class` is True).
 
     Notes
@@ -108,6 +108,9 @@ def mask_labels(y, n_labeled, *, per_class=False, random_state=None, unlabeled=-
     rng = check_random_state(random_state)
     already = _marker_mask(y, unlabeled)
     eligible = np.flatnonzero(~already)
+    if y.dtype.kind == "f" and np.isnan(y[eligible]).any():  # NaN is no class (nor ordered)
+        raise ValueError("y has NaN labels: mark unlabeled rows with the `unlabeled` "
+                         "marker (e.g. unlabeled=np.nan if NaN marks them), or drop them.")
     try:
         classes, codes = np.unique(y[eligible], return_inverse=True)
     except TypeError:  # labels np.unique cannot sort: mixed types
