@@ -854,9 +854,21 @@ def test_data_from_standard_input(tmp_path, corpus, model):
     assert_user_error(bad, "<stdin>, line 2", "not valid JSON")
 
 
+def test_a_model_file_as_data_is_named(tmp_path, capsys, corpus, model):
+    """Read as CSV a model file failed on a missing 'text' column ('LINLAP-MODEL 2')."""
+    from linlap.cli import main
+
+    for argv in (["fit", str(model), "--model", str(tmp_path / "m"), "--format", "csv"],
+                 ["fit", str(model), "--model", str(tmp_path / "m")],
+                 ["evaluate", str(model), str(model), "--format", "csv"],
+                 ["predict", str(model), str(model)]):
+        _error_of(capsys, main(argv), 2, f"DATA {model} is a linlap model file, not documents")
+
+
 def test_model_and_data_swapped(corpus, model):
     res = run("predict", corpus / "train.csv", model)
-    assert_user_error(res, "train.csv: not a linlap model file", "did you swap MODEL and DATA")
+    assert res.returncode == 2 and "did you swap MODEL and DATA" in res.stderr, res.stderr
+    assert "train.csv is not one" in res.stderr
     assert "ModuleNotFoundError" not in res.stderr
 
 

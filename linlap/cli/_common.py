@@ -201,12 +201,25 @@ def _refuse_to_replace_inputs(option, output, inputs):
                              f"replace it; give another file name")
 
 
+def _is_model_file(path):
+    from ..persistence import _is_model_file as is_model
+
+    return is_model(path)
+
+
 def _check_format_option(args):
     """A wrong command line when DATA is standard input without --format, or --format
     dir names a file (or a file format a directory): before :func:`detect_format`."""
     if args.data == "-":
         if args.format in ("auto", "dir"):
             raise UsageError("DATA - (standard input) needs --format jsonl, csv or svmlight")
+    elif os.path.isfile(args.data) and _is_model_file(args.data):
+        # read as text it fails on a missing column, far from the cause
+        model = getattr(args, "model", None) if args.command != "fit" else None
+        swapped = model is not None and not _is_model_file(model)
+        raise UsageError(f"DATA {args.data} is a linlap model file, not documents"
+                         + (f", and MODEL {model} is not one: did you swap MODEL and DATA? "
+                            f"(linlap {args.command} MODEL DATA)" if swapped else ""))
     elif args.format != "auto" and os.path.exists(args.data) \
             and (args.format == "dir") != os.path.isdir(args.data):
         if args.format == "dir":
