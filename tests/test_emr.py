@@ -217,6 +217,20 @@ def test_objective_never_increases_and_matches_dense(data, sparse, gamma_R):
 
 
 
+def test_verbose_reports_every_f_step_from_the_first(data, capsys):
+    """One line per f step, the first (uniform μ) included (it started at iteration 2),
+    with the objective after that step: J's trace at the f steps."""
+    X, y = data
+    ys = mask_labels(y, 10, random_state=0)
+    emr = EMRClassifier(candidates=_grid_graphs(X), verbose=1, max_iter=6).fit(X, ys)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("[EMR]")]
+    assert [int(ln.split()[2].rstrip(":")) for ln in lines] == \
+        list(range(1, emr.n_iter_ + 1))
+    assert "mu = [0.125" in lines[0]
+    J = [float(ln.split("J = ")[1].split(",")[0]) for ln in lines]
+    np.testing.assert_allclose(J, emr.objective_[::2], rtol=1e-5)
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_auto_gamma_R_is_the_mean_smoothness_of_the_uniform_fit(n_classes):
     # gamma_R='auto' (seed 002 §4): γ_R = (1/m) Σ_k S_k(f₀), f₀ the first f (uniform μ),

@@ -245,7 +245,8 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     max_iter : int, default=20
         Most f steps, the final one included.
     callback : callable, optional
-        ``callback(iteration, mu, objective)`` after each f step but the first.
+        ``callback(iteration, mu, objective)`` after each f step (iteration 1: the first,
+        at uniform μ).
     is_minimiser : callable ``result -> bool``, optional
         Whether that f step's result minimises J over f at its μ (to the solver's
         tolerance); None: every f step does.
@@ -273,6 +274,8 @@ def emr_alternate(solve_f, smoothness, m, *, gamma_R="auto", tol=1e-3, max_iter=
     objective = [base + mu_objective(mu, S, gamma_R)]
     converged = m == 1
     n_iter = 1
+    if callback is not None:  # the first f step, at uniform μ
+        callback(n_iter, mu, objective[0])
     while not converged and n_iter < max_iter:
         mu_part = mu_objective(mu, S, gamma_R)  # J's terms in μ, before the step
         mu_next = update_mu(S, gamma_R, mu)
