@@ -5,6 +5,8 @@
                         [--gamma-A-sweep] [--k-sweep] [--gamma-R-sweep]
                         [--cost [--repeats 3]]
                         [--loo-powers [--loo-dims 100,300]]
+                        [--powers]
+                        [--df-graph [--df-cuts 0.5,0.2,0.1] [--max-df 0.5,0.2]]
                         [--cache-dir DIR]
                         [--graph exact,exact-svd,default]
 
@@ -12,6 +14,8 @@ DIR (default: the environment variable LINLAP_DATA) holds ``20news-bydate.tar.gz
 ``aclImdb_v1.tar.gz`` or ``aclImdb_v1_text.tar.xz`` for ``imdb``; ``bench/_data.py``). Corpora:
 
 * ``pcmac``: the bundled PCMAC (train/test splits), 50 labels;
+* ``pcmac-stop``: the same with English stop words kept in the TF-IDF
+  (``make_vectorizer(stop_words=None)``);
 * ``20ng``: 20 Newsgroups (bydate train/test), 20 classes, 5 labels per class;
 * ``20ng-top``: the same posts labeled by top-level group (alt, comp, misc, rec, sci, soc,
   talk: 7 classes), 5 labels per class;
@@ -92,11 +96,15 @@ def _subject(text):
     return re.sub(r"^\s*((re|fwd?)\s*:\s*)+", "", s.strip(), flags=re.IGNORECASE)
 
 
-def load_corpus(name, data_dir):
-    """(X, y, Xt, yt, draw settings) with the TF-IDF fitted on the training texts."""
+def load_corpus(name, data_dir, **vectorizer):
+    """(X, y, Xt, yt, draw settings) with the TF-IDF fitted on the training texts;
+    ``vectorizer``: further keywords of ``make_vectorizer`` (e.g. ``max_df``)."""
     if name == "synthetic":
         X, y = make_text_corpus(8000, random_state=0)
         return X[:5000], y[:5000], X[5000:], y[5000:], dict(n_labeled=50, per_class=False)
+    if name == "pcmac-stop":
+        vectorizer = dict(vectorizer, stop_words=None)
+        name = "pcmac"
     if name == "pcmac":
         train, test = load_pcmac("train"), load_pcmac("test")
         tr, te, y, yt = train.data, test.data, train.target, test.target
@@ -122,7 +130,7 @@ def load_corpus(name, data_dir):
             draw = dict(n_labeled=10, per_class=True)
         elif name != "20ng":
             raise ValueError(f"unknown corpus {name!r}")
-    vec = make_vectorizer()
+    vec = make_vectorizer(**vectorizer)
     X, Xt = vec.fit_transform(tr), vec.transform(te)
     keep = np.flatnonzero(X.getnnz(axis=1) > 0)
     if keep.size < X.shape[0]:
@@ -299,6 +307,30 @@ def gamma_R_sweep_methods(graph):
         return e if m == 1 else EMRClassifier(graph=graph, gamma_R=m * e.gamma_R_).fit(X, ys)
     return {f"EMRClassifier(gamma_R={m:g} × 'auto')":
             (lambda X, ys, yv, m=m: fit(X, ys, yv, m)) for m in SWEEP_GAMMA_R}
+
+
+#: single powers of --powers, and the two candidate sets it compares
+SINGLE_POWERS = (1, 2, 3, 5, 8)
+POWER_SETS = ((1, 2, 5, 8), (1, 2, 3, 5))
+
+
+def power_methods(graph):
+    """LapRLSClassifier() on L^p of the shared graph for each single p, EMR over each set
+    of POWER_SETS, and the single p of that set chosen on the validation labels (--powers;
+    read on test labels)."""
+    m = {f"LapRLSClassifier(), single graph p = {p}":
+         (lambda X, ys, yv, p=p: LapRLSClassifier(graph=graph.with_laplacian(power=p))
+          .fit(X, ys)) for p in SINGLE_POWERS}
+    for powers in POWER_SETS:
+        tag = "{" + ", ".join(map(str, powers)) + "}"
+        m[f"EMRClassifier(candidates={{'power': {list(powers)}}}), p ∈ {tag}"] = (
+            lambda X, ys, yv, powers=powers: EMRClassifier(
+                graph=graph, candidates={"power": list(powers)}).fit(X, ys))
+        m[f"validation-chosen p of {tag} (LapRLSClassifier())"] = (
+            lambda X, ys, yv, powers=powers: best_single_graph(
+                [graph.with_laplacian(power=p) for p in powers],
+                lambda g: LapRLSClassifier(graph=g))(X, ys, yv))
+    return m
 
 
 #: --graph choices: the 50-NN graph every linlap row of a run shares
@@ -513,8 +545,59 @@ def run_loo_powers(name, kind, corpus, args):
     print(flush=True)
 
 
+#: document-frequency cuts of --df-graph (the graph on the columns with df ≤ m)
+DF_CUTS = "0.5,0.2,0.1"
+
+
+def run_df_graph(name, kind, corpus, args):
+    """A graph that ignores frequent terms (--df-graph; read on test labels).
+
+    ``LapRLSClassifier()`` at its defaults on the shared 50-NN graph, then on the 50-NN
+    graph (same kind) built on the columns of X with document frequency ≤ m in the
+    training rows only, rows re-normalised to unit length (the classifier still sees every
+    term; m in ``--df-cuts``), then — ``--max-df`` — on the TF-IDF of
+    ``make_vectorizer(max_df=m)`` (scikit-learn's cut, made by the vectoriser: classifier
+    and graph both lose the terms) with its own graph of the same kind.
+    """
+    from sklearn.preprocessing import normalize
+
+    X, y, Xt, yt, draw, graph, t_load, t_search = corpus
+    cuts = [float(m) for m in args.df_cuts.split(",") if m]
+    max_dfs = [float(m) for m in args.max_df.split(",") if m] if args.max_df else []
+    if max_dfs and name == "synthetic":
+        print("(--max-df: the synthetic corpus has no texts to vectorise; skipped)")
+        max_dfs = []
+    print(f"\n### {name}: graph on the terms of document frequency ≤ m; {X.shape[0]} "
+          f"training docs, {X.shape[1]} terms; labels {draw}; {args.draws} draws\n",
+          flush=True)
+    df = np.asarray((X > 0).sum(axis=0)).ravel() / X.shape[0]
+    setups = [("default graph", X, Xt, y, graph, draw, X.shape[1])]
+    for m in cuts:
+        cols = np.flatnonzero(df <= m)
+        g = GRAPHS[kind]().fit(normalize(X[:, cols]))
+        setups.append((f"graph on df ≤ {m:g}", X, Xt, y, g, draw, cols.size))
+    for m in max_dfs:
+        X2, y2, Xt2, yt2, draw2 = load_corpus(name, args.data_dir, max_df=m)
+        g = GRAPHS[kind]().fit(X2)
+        setups.append((f"vectoriser max_df={m:g}", X2, Xt2, y2, g, draw2, X2.shape[1]))
+    ys0, _ = draw_labels(y, 0, draw)
+    LapRLSClassifier(graph=graph).fit(X, ys0)  # warm-up (numba compilation), untimed
+    print("| LapRLSClassifier() on | graph terms | test error % (mean ± std) | per draw |")
+    print("|---|---|---|---|", flush=True)
+    for label, Xs, Xts, ys_all, g, dr, n_terms in setups:
+        errs = []
+        for seed in range(args.draws):
+            ys, _ = draw_labels(ys_all, seed, dr)
+            model = LapRLSClassifier(graph=g).fit(Xs, ys)
+            errs.append(100 * np.mean(model.predict(Xts) != yt))
+        print(f"| {label} | {n_terms} | {np.mean(errs):.1f} ± {np.std(errs):.1f} | "
+              + ", ".join(f"{e:.1f}" for e in errs) + " |", flush=True)
+
+
 def run_on_graph(name, kind, corpus, args):
     X, y, Xt, yt, draw, graph, t_load, t_search = corpus
+    if args.df_graph:
+        return run_df_graph(name, kind, corpus, args)
     if args.cost:
         return run_cost(name, kind, corpus, args)
     if args.loo_powers:
@@ -523,7 +606,8 @@ def run_on_graph(name, kind, corpus, args):
     methods = (sweep_methods(graph) if args.gamma_I_sweep else
                gamma_A_sweep_methods(graph) if args.gamma_A_sweep else
                k_sweep_methods(graph) if args.k_sweep else
-               gamma_R_sweep_methods(graph) if args.gamma_R_sweep else methods_for(graph, graphs))
+               gamma_R_sweep_methods(graph) if args.gamma_R_sweep else
+               power_methods(graph) if args.powers else methods_for(graph, graphs))
     if args.study:
         methods.update(study_methods(graph, graphs))
     if args.methods != "all":
@@ -608,6 +692,11 @@ def main():
     ap.add_argument("--gamma-R-sweep", action="store_true",
                     help="only EMRClassifier() at γ_R = m × 'auto', m in "
                          + ", ".join(f"{m:g}" for m in SWEEP_GAMMA_R))
+    ap.add_argument("--powers", action="store_true",
+                    help="only LapRLSClassifier() on L^p, p in "
+                         + ", ".join(map(str, SINGLE_POWERS)) + ", EMRClassifier() over "
+                         "p {1, 2, 5, 8} and {1, 2, 3, 5}, and the p of each set chosen on "
+                         "validation labels")
     ap.add_argument("--cost", action="store_true",
                     help="only EMRClassifier() against LapRLSClassifier(): fit times, "
                          "alternately, --repeats each per draw")
@@ -617,6 +706,14 @@ def main():
                          "error in an SVD space (see run_loo_powers)")
     ap.add_argument("--loo-dims", default="100,300",
                     help="SVD dimensions of --loo-powers, comma-separated")
+    ap.add_argument("--df-graph", action="store_true",
+                    help="only LapRLSClassifier() on graphs that ignore frequent terms "
+                         "(see run_df_graph)")
+    ap.add_argument("--df-cuts", default=DF_CUTS,
+                    help="document-frequency cuts m of --df-graph, comma-separated")
+    ap.add_argument("--max-df", default=None,
+                    help="--df-graph: also the vectoriser's max_df at these values, "
+                         "comma-separated")
     ap.add_argument("--cache-dir", default=None,
                     help="save / reuse each corpus's TF-IDF and 50-NN graph in this folder")
     ap.add_argument("--graph", default="exact",
