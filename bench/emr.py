@@ -5,7 +5,7 @@
                         [--gamma-A-sweep] [--k-sweep] [--gamma-R-sweep]
                         [--cost [--repeats 3]]
                         [--loo-powers [--loo-dims 100,300]]
-                        [--powers]
+                        [--powers] [--smoothness]
                         [--df-graph [--df-cuts 0.5,0.2,0.1] [--max-df 0.5,0.2]]
                         [--cache-dir DIR]
                         [--graph exact,exact-svd,default]
@@ -594,10 +594,89 @@ def run_df_graph(name, kind, corpus, args):
               + ", ".join(f"{e:.1f}" for e in errs) + " |", flush=True)
 
 
+#: powers of --smoothness; probes of its trace estimate
+SMOOTH_POWERS = (1, 2, 3, 5, 8)
+TRACE_PROBES = 64
+
+
+def run_smoothness(name, kind, corpus, args):
+    """Would another smoothness scale move EMR's μ off the highest powers? (--smoothness)
+
+    For the fit f of ``LapRLSClassifier()`` (training rows' decision values, every class
+    column) and each p in SMOOTH_POWERS, with S_p(f) = Σ_c f_cᵀ L^p f_c on the shared graph's
+    normalised Laplacian L:
+
+    * trace(L^p)/n, estimated by TRACE_PROBES Rademacher probes (seed 0), and the roughness
+      of f against that of a random vector, n S_p(f) / (‖f‖² trace(L^p));
+    * S_p(f) / S_p(f₀), f₀ the same model at γ_I = 0 (the labels alone);
+    * S_p(f) / λ_j^p, λ_j the j-th smallest eigenvalue of L, j = C, 2C, 5C for C classes
+      (ARPACK, on a connected graph; undefined when λ_j = 0, i.e. j ≤ the number of
+      connected components);
+
+    and, per draw, the p that minimises each (what a μ step on that scale would favour).
+    """
+    import scipy.sparse.linalg as sla
+    from scipy.sparse.csgraph import connected_components
+
+    X, y, Xt, yt, draw, graph, t_load, t_search = corpus
+    graph1 = graph.with_laplacian(power=1)
+    n = X.shape[0]
+    n_classes = len(np.unique(y[y >= 0]))
+
+    def powers_quad(F):
+        """{p: Σ FᵀL^pF} (F: n × m)."""
+        out, LF = {}, F
+        for p in range(1, max(SMOOTH_POWERS) + 1):
+            LF = graph1.laplacian_matvec(LF)
+            if p in SMOOTH_POWERS:
+                out[p] = float(np.sum(F * LF))
+        return out
+
+    Z = np.random.default_rng(0).choice([-1.0, 1.0], size=(n, TRACE_PROBES))
+    trace = {p: v / TRACE_PROBES for p, v in powers_quad(Z).items()}
+    js = [n_classes, 2 * n_classes, 5 * n_classes]
+    # L's zero eigenvalues are the graph's connected components (exact); ARPACK would miss
+    # such a repeated eigenvalue, so it runs only on a connected graph
+    n_comp = connected_components(graph1.adjacency_, directed=False)[0]
+    if n_comp == 1:
+        op = sla.LinearOperator((n, n), matvec=lambda v: 2 * v - graph1.laplacian_matvec(v),
+                                dtype=np.float64)
+        vals = np.sort(2 - sla.eigsh(op, k=max(js), which="LA", return_eigenvectors=False,
+                                     v0=np.ones(n)))
+        lam = {j: float(vals[j - 1]) for j in js}
+    else:  # λ_j = 0 for j ≤ n_comp; beyond, not computed
+        lam = {j: 0.0 if j <= n_comp else float("nan") for j in js}
+    fmt = lambda d: ", ".join(f"{d[p]:.3g}" for p in SMOOTH_POWERS)  # noqa: E731
+    print(f"\n### {name}: smoothness scales, p = {', '.join(map(str, SMOOTH_POWERS))}; "
+          f"{args.draws} draws\n")
+    print(f"trace(L^p)/n ({TRACE_PROBES} probes): {fmt({p: t / n for p, t in trace.items()})}")
+    print(f"connected components of the graph (zero eigenvalues of L): {n_comp}; λ_j of L: "
+          + ", ".join(f"j {j}: {lam[j]:.3g}" for j in js) + "\n", flush=True)
+    print("| draw | n S_p(f) / (‖f‖² trace(L^p)) | S_p(f) / S_p(f₀) | least at p: trace-scaled "
+          "/ against f₀ / " + " / ".join(f"λ_{j}^p-scaled" for j in js) + " |")
+    print("|---|---|---|---|", flush=True)
+    for seed in range(args.draws):
+        ys, _ = draw_labels(y, seed, draw)
+        F = LapRLSClassifier(graph=graph).fit(X, ys).decision_function(X)
+        F0 = LapRLSClassifier(graph=graph, gamma_I=0.0).fit(X, ys).decision_function(X)
+        F, F0 = (np.asarray(a, dtype=np.float64).reshape(n, -1) for a in (F, F0))
+        S, S0 = powers_quad(F), powers_quad(F0)
+        rough = {p: n * S[p] / (np.sum(F * F) * trace[p]) for p in SMOOTH_POWERS}
+        rel = {p: S[p] / S0[p] for p in SMOOTH_POWERS}
+        picks = [min(SMOOTH_POWERS, key=rough.get), min(SMOOTH_POWERS, key=rel.get)]
+        for j in js:
+            picks.append("undefined" if not lam[j] > 1e-4 else
+                         min(SMOOTH_POWERS, key=lambda p: S[p] / lam[j] ** p))
+        print(f"| {seed} | {fmt(rough)} | {fmt(rel)} | {' / '.join(map(str, picks))} |",
+              flush=True)
+
+
 def run_on_graph(name, kind, corpus, args):
     X, y, Xt, yt, draw, graph, t_load, t_search = corpus
     if args.df_graph:
         return run_df_graph(name, kind, corpus, args)
+    if args.smoothness:
+        return run_smoothness(name, kind, corpus, args)
     if args.cost:
         return run_cost(name, kind, corpus, args)
     if args.loo_powers:
@@ -697,6 +776,9 @@ def main():
                          + ", ".join(map(str, SINGLE_POWERS)) + ", EMRClassifier() over "
                          "p {1, 2, 5, 8} and {1, 2, 3, 5}, and the p of each set chosen on "
                          "validation labels")
+    ap.add_argument("--smoothness", action="store_true",
+                    help="only the default fit's smoothness on L^p under other scales "
+                         "(see run_smoothness)")
     ap.add_argument("--cost", action="store_true",
                     help="only EMRClassifier() against LapRLSClassifier(): fit times, "
                          "alternately, --repeats each per draw")
