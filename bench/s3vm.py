@@ -7,6 +7,7 @@
     python bench/s3vm.py --multiclass --data-dir DIR [--draws 3]
     python bench/s3vm.py --memory 100000 [--timing]
     python bench/s3vm.py --prior-estimates [--sets pcmac,pcmac@0.7,...]
+    python bench/s3vm.py [--rows ...] --graph-max-df 0.2
 
 Sets: ``pcmac`` (bundled) and the 20 Newsgroups pairs ``graphics-windows``
 (comp.graphics vs comp.windows.x), ``autos-motorcycles`` (rec.autos vs rec.motorcycles),
@@ -22,7 +23,9 @@ the fit times). Times are per-draw ratios to the LapSVM fit of the same draw, in
 same process, after one untimed warm-up fit of every method. The run ends with the mean over
 the sets and the margins of ``LapS3VMClassifier()`` (and of the grid's combined choice, when
 run) over every other row, paired by set and
-draw (mean, its standard error, draws won and lost).
+draw (mean, its standard error, draws won and lost). ``--graph-max-df m`` builds the shared
+graph on the columns of document frequency ≤ m in the training rows only (rows
+re-normalised; the models still see every term).
 
 ``--select`` chooses the S³VM weights without test labels: PCMAC's training split is
 cut 70/30 (stratified, seed 0); the models are fitted on the 70 % (50 labels per draw)
@@ -202,7 +205,7 @@ def fit(make, X, ys):
     return make().fit(X, ys)
 
 
-def run_set(name, draws, ddir, uniform, sweep=False, rows=None):
+def run_set(name, draws, ddir, uniform, sweep=False, rows=None, graph_max_df=None):
     base, _, pi = name.partition("@")
     train, test = load(base, ddir)
     (dtr, y), (dte, yt) = ((skew(train, float(pi)), skew(test, float(pi))) if pi else
@@ -210,13 +213,19 @@ def run_set(name, draws, ddir, uniform, sweep=False, rows=None):
     vec = make_vectorizer()
     X, Xt = vec.fit_transform(dtr), vec.transform(dte)
     t = time.perf_counter()
-    graph = KNNGraph(random_state=0).fit(X)
+    if graph_max_df is None:
+        graph = KNNGraph(random_state=0).fit(X)
+    else:  # the graph on the terms of document frequency ≤ graph_max_df only
+        from sklearn.preprocessing import normalize
+        df = np.asarray((X > 0).sum(axis=0)).ravel() / X.shape[0]
+        graph = KNNGraph(random_state=0).fit(normalize(X[:, df <= graph_max_df]))
     t_graph = time.perf_counter() - t
     print(f"\n### {name}: {X.shape[0]} training docs ({100 * np.mean(y == 1):.0f} % class 1) "
           f"({N_LABELS} labeled), {Xt.shape[0]} test, "
           f"{X.shape[1]} terms, {draws} draws\n")
-    print(f"graph ({graph.n_neighbors}-NN, {graph.algorithm_}) {t_graph:.1f} s, shared, not "
-          f"in the fit times\n")
+    cut = "" if graph_max_df is None else f" on the terms of df ≤ {graph_max_df:g}"
+    print(f"graph ({graph.n_neighbors}-NN, {graph.algorithm_}{cut}) {t_graph:.1f} s, shared, "
+          f"not in the fit times\n")
     ms = selected(methods(graph, uniform, sweep), rows)
     warm = mask_labels(y, N_LABELS, random_state=10**6)
     for _, make in ms:  # JIT warm-up, untimed
@@ -476,6 +485,8 @@ def main():
     ap.add_argument("--gamma-I-sweep", action="store_true",
                     help="diagnostic: LapS3VMClassifier test error against γ_I (test labels: "
                          "not a way to choose γ_I)")
+    ap.add_argument("--graph-max-df", type=float, default=None, metavar="M",
+                    help="build the shared graph on the terms of document frequency ≤ M only")
     ap.add_argument("--rows", default=None,
                     help="only the rows whose names contain one of these ';'-separated "
                          "substrings (and the LapSVMClassifier() row, the time base)")
@@ -497,7 +508,7 @@ def main():
         prior_estimates(sets, args.draws, args.data_dir)
         return
     results = {s: run_set(s, args.draws, args.data_dir, args.uniform_prior, args.gamma_I_sweep,
-                          args.rows)
+                          args.rows, args.graph_max_df)
                for s in sets}
     labels = list(next(iter(results.values())))
     print(f"\n### Mean over the {len(sets)} binary sets\n")
