@@ -291,6 +291,17 @@ def _starts_like_a_model_file(head):
     return head == MAGIC or head.startswith(_FIRST_FORMAT_STARTS)
 
 
+def _has_model_header(path):
+    """Whether ``path`` starts with a model file's first line, ``LINLAP-MODEL`` (line ends
+    converted or not): what a data file never starts with, unlike a compressed stream,
+    which may also be a first-format model file."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(MAGIC) - 3) == MAGIC[:-3]
+    except OSError:
+        return False
+
+
 def _is_model_file(path):
     """Whether ``path`` is a file :func:`load` would read as a model (by its start)."""
     try:

@@ -129,6 +129,21 @@ def test_hashing_lapsvm_and_directory_input(tmp_path):
     assert "30 labeled documents" in res.stdout
 
 
+def test_huge_row_norms_warn_in_the_terms_of_the_command(tmp_path, capsys):
+    """The intercept warning for rows of huge norm advises --normalize l2, not sklearn's
+    Normalizer (it was not spelled)."""
+    from linlap.cli import main
+
+    rng = np.random.RandomState(0)
+    lines = [f"{(1 if i % 2 else -1) if i < 20 else 0} "
+             + " ".join(f"{j}:{1e5 * rng.rand():.1f}" for j in range(1, 6)) for i in range(60)]
+    (tmp_path / "d.svm").write_text("\n".join(lines) + "\n")
+    assert main(["fit", str(tmp_path / "d.svm"), "--model", str(tmp_path / "m"),
+                 "--n-neighbors", "5", "--gamma-A", "1e-3", "-q"]) == 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if "intercept" in ln]
+    assert len(err) == 1 and "(--normalize l2)" in err[0] and "sklearn" not in err[0], err
+
+
 def test_svmlight_round_trip(tmp_path):
     rng = np.random.RandomState(0)
     lines = []
@@ -738,11 +753,11 @@ def test_labels_that_look_like_documents_warn_and_are_shown_short(tmp_path, caps
     assert "40 class names look like documents" in err and "--label-column" in err
     report = next(ln for ln in err.splitlines() if ln.startswith("40 documents"))
     assert "second line" not in report and "⏎" in report and len(report) < 600
-    # one class per labeled row without long names: the same question
+    # one label per class is a normal setting, not a sign of swapped columns
     short = _write_texts_csv(tmp_path / "s.csv", texts,
                              [f"c{i}" if i < 12 else "" for i in range(40)])
     assert main(["fit", str(short), "--model", model, "--n-neighbors", "5", "-q"]) == 0
-    assert "each of the 12 labeled rows has a class of its own" in capsys.readouterr().err
+    assert "the right one" not in capsys.readouterr().err
     # ordinary labels: no such warning
     normal = _write_texts_csv(tmp_path / "n.csv", texts, [c if i < 12 else ""
                                                           for i, c in enumerate(y)])
@@ -863,6 +878,21 @@ def test_a_model_file_as_data_is_named(tmp_path, capsys, corpus, model):
                  ["evaluate", str(model), str(model), "--format", "csv"],
                  ["predict", str(model), str(model)]):
         _error_of(capsys, main(argv), 2, f"DATA {model} is a linlap model file, not documents")
+    # line ends converted (a damaged model) is still a model by its first line ...
+    crlf = tmp_path / "crlf.model"
+    crlf.write_bytes(model.read_bytes().replace(b"\n", b"\r\n"))
+    _error_of(capsys, main(["fit", str(crlf), "--model", str(tmp_path / "m"), "--format",
+                            "csv"]), 2, "is a linlap model file, not documents")
+    # ... and as MODEL it is no sign of a swap: load's own diagnosis is reached
+    line = _error_of(capsys, main(["predict", str(crlf), str(model)]), 2)
+    assert "did you swap" not in line, line
+    # compressed data is no model file (a compressed stream may start one of the first
+    # format): the compressed-input message, as before
+    import gzip
+    gz = tmp_path / "d.csv.gz"
+    gz.write_bytes(gzip.compress(b"text,label\na b,x\n"))
+    line = _error_of(capsys, main(["fit", str(gz), "--model", str(tmp_path / "m")]), 1)
+    assert "model file" not in line and "compressed" in line, line
 
 
 def test_model_and_data_swapped(corpus, model):
@@ -1722,9 +1752,9 @@ def test_graph_memory_error_names_the_n_neighbors_option(tmp_path, capsys, monke
         assert line.endswith("Use a smaller --n-neighbors, or fewer rows."), line
 
 
-def test_a_single_class_drawn_is_said_in_the_options_of_the_command(capsys):
-    """`linlap demo --n-labels 1` drew one label: the estimator's refusal advised
-    `unlabeled=None` (if -1 were a class), which the command cannot take."""
+def test_demo_refuses_a_single_label_as_a_wrong_command_line(capsys):
+    """`linlap demo --n-labels 1` can draw only one class: refused as the command line
+    (exit 2), before anything is read (it was refused after the draw, exit 1)."""
     from linlap.cli import main
 
     # known before anything is read: a wrong command line, exit 2 (was 1)
@@ -2133,8 +2163,16 @@ def test_candidate_k_equal_once_capped_are_merged_with_a_warning(tmp_path, capsy
         "linlap: warning: --n-neighbors 39,50: each value is capped at 39 (the non-empty "
         "documents - 1), which makes some equal: the candidate graphs have k = 39"]
     emr = linlap.load(model)[-1]
-    assert emr.candidates == {"n_neighbors": [39], "power": [1, 2]}
+    assert emr.candidates == {"power": [1, 2]}
     assert emr.mu_.shape == (2,) and emr.graph.n_neighbors == 39
+    # one k left and one power: the single graph (was EMR "over 1 graphs")
+    assert main(["fit", str(data), "--model", model, "--n-neighbors", "39,50", "--gamma-R",
+                 "1", "-q"]) == 0
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "linlap: warning: one candidate graph is left (k = 39): fitting the single graph; "
+        "--gamma-R does not apply"]
+    single = linlap.load(model)[-1]
+    assert type(single).__name__ == "LapRLSClassifier" and single.graph.n_neighbors == 39
     # values the cap keeps apart: no warning
     assert main(["fit", str(data), "--model", model, "--n-neighbors", "10,50", "-q"]) == 0
     assert capsys.readouterr().err == ""

@@ -180,6 +180,11 @@ def test_mask_labels_errors():
     y_nan = np.array([0.0, np.nan, 1.0, np.nan, 2.0])
     with pytest.raises(ValueError, match="y has NaN labels: mark unlabeled rows"):
         mask_labels(y_nan, 3, random_state=0)
+    # (also among object labels, as a pandas column holds them)
+    for obj in (np.array([np.nan, 1.0, 0.0, np.nan, 2.0], dtype=object),
+                np.array(["a", np.nan, "b", "c"], dtype=object)):
+        with pytest.raises(ValueError, match="y has NaN labels"):
+            mask_labels(obj, 2, random_state=0)
     # ... unless it is the marker
     out = mask_labels(y_nan, 3, unlabeled=np.nan, random_state=0)
     np.testing.assert_array_equal(out, y_nan)

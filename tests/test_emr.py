@@ -386,6 +386,16 @@ def test_conventions_and_validation(data):
                 dict(candidates=[KNNGraph(n_neighbors=3).fit(X[:30])])]:
         with pytest.raises(ValueError):
             EMRClassifier(**bad).fit(X, ys)
+    # the base's gamma_I: refused before the search, with no warning first (a few-unlabeled
+    # warning about 'auto' preceded the refusal of 'auto'); 0 leaves mu nothing to weigh
+    y_most = mask_labels(y, 60, random_state=0)  # 10 unlabeled rows of 70
+    for gamma_I, match in (("auto", "a number or 'scaled', not 'auto'"),
+                           (0, "gamma_I > 0: with no graph term")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError, match=match):
+                EMRClassifier(LapRLSClassifier(gamma_I=gamma_I),
+                              candidates={"power": [1, 2]}).fit(X, y_most)
     # a fitted search graph with enough neighbours is reused, not rebuilt
     g = KNNGraph(n_neighbors=6).fit(X)
     emr = EMRClassifier(graph=g, candidates={"n_neighbors": [3, 6]}).fit(X, ys)

@@ -784,6 +784,11 @@ def test_load_rejects_bad_files(X_small, tmp_path):
     with pytest.raises(ValueError, match="not an .npz archive") as info:
         KNNGraph.load(text)
     assert "pickle" not in str(info.value)
+    import gzip  # a compressed file is no model file either (it may start one of the first
+    gz = tmp_path / "g.npz.gz"  # format): not an .npz archive
+    gz.write_bytes(gzip.compress(raw))
+    with pytest.raises(ValueError, match="not an .npz archive"):
+        KNNGraph.load(gz)
     model = tmp_path / "model.joblib"
     linlap.save(LapRLSClassifier(graph=KNNGraph(n_neighbors=4)).fit(
         X_small, np.r_[0, 1, np.full(X_small.shape[0] - 2, -1)]), model)

@@ -202,9 +202,10 @@ def _refuse_to_replace_inputs(option, output, inputs):
 
 
 def _is_model_file(path):
-    from ..persistence import _is_model_file as is_model
+    """A model file by its first line (a compressed data file is none)."""
+    from ..persistence import _has_model_header
 
-    return is_model(path)
+    return _has_model_header(path)
 
 
 def _check_format_option(args):
@@ -216,7 +217,10 @@ def _check_format_option(args):
     elif os.path.isfile(args.data) and _is_model_file(args.data):
         # read as text it fails on a missing column, far from the cause
         model = getattr(args, "model", None) if args.command != "fit" else None
-        swapped = model is not None and not _is_model_file(model)
+        from ..persistence import _is_model_file as loadable  # the first format too
+
+        swapped = (model is not None and not _is_model_file(model)
+                   and not loadable(model))
         raise UsageError(f"DATA {args.data} is a linlap model file, not documents"
                          + (f", and MODEL {model} is not one: did you swap MODEL and DATA? "
                             f"(linlap {args.command} MODEL DATA)" if swapped else ""))

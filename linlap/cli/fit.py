@@ -139,16 +139,16 @@ def _short_name(name):
     return name if len(name) <= CLASS_NAME_WIDTH else name[:CLASS_NAME_WIDTH - 1] + "…"
 
 
-def _warn_text_like_labels(args, fmt, classes, n_labeled):
-    """Labels that look like documents (a line break, longer than 200 characters, or
-    one class per labeled row): most often --text-column and --label-column swapped."""
+def _warn_text_like_labels(args, fmt, classes):
+    """Labels that look like documents (a line break, or longer than 200 characters):
+    most often --text-column and --label-column swapped. (One label per class is a
+    normal setting: not a sign.)"""
     if fmt not in ("csv", "jsonl"):
         return
-    long = [c for c in classes if "\n" in c or "\r" in c or len(c) > 200]
-    if not long and not (n_labeled >= 10 and len(classes) == n_labeled):
+    long = [c for c in classes if "\n" in str(c) or "\r" in str(c) or len(str(c)) > 200]
+    if not long:
         return
-    why = (f"{len(long)} class names look like documents (e.g. {_short_name(long[0])!r})"
-           if long else f"each of the {n_labeled} labeled rows has a class of its own")
+    why = f"{len(long)} class names look like documents (e.g. {_short_name(long[0])!r})"
     warnings.warn(f"{why}: is the label column {args.label_column!r} the right one "
                   f"(--label-column; the text column is {args.text_column!r}, "
                   f"--text-column)?", UserWarning, stacklevel=2)
@@ -412,7 +412,7 @@ def _fit(args):
     rep.line(f"{n} documents: {n_lab} labeled ({len(classes)} classes: "
              f"{', '.join(map(_short_name, classes[:10]))}"
              f"{', …' if len(classes) > 10 else ''}), {n - n_lab} unlabeled")
-    _warn_text_like_labels(args, fmt, classes, n_lab)
+    _warn_text_like_labels(args, fmt, classes)
     if n_lab == n:
         _warn_marker_classes(args, fmt, labels, classes)
     if fmt == "svmlight" and args.unlabeled_label is None:
@@ -470,6 +470,12 @@ def _fit(args):
     k = graph.n_neighbors
     if "n_neighbors" in grid:  # each value capped as the largest was
         grid["n_neighbors"] = _merge_capped(args.n_neighbors, k)
+        if len(grid["n_neighbors"]) == 1:  # one k left: a grid only if --power is one
+            del grid["n_neighbors"]
+    if grid.keys() == set() and args.n_neighbors is not None and len(args.n_neighbors) > 1:
+        warnings.warn(f"one candidate graph is left (k = {k}): fitting the single graph"
+                      + ("; --gamma-R does not apply" if args.gamma_R is not None else ""),
+                      UserWarning, stacklevel=2)
     with rep.step(f"building the {k}-NN graph", chatty=graph.verbose), \
             _spelled(_GRAPH_SPELLINGS):
         graph.fit(X)

@@ -108,7 +108,7 @@ def mask_labels(y, n_labeled, *, per_class=False, random_state=None, unlabeled=-
     rng = check_random_state(random_state)
     already = _marker_mask(y, unlabeled)
     eligible = np.flatnonzero(~already)
-    if y.dtype.kind == "f" and np.isnan(y[eligible]).any():  # NaN is no class (nor ordered)
+    if y.dtype.kind in "fO" and _marker_mask(y[eligible], np.nan).any():  # NaN: no class
         raise ValueError("y has NaN labels: mark unlabeled rows with the `unlabeled` "
                          "marker (e.g. unlabeled=np.nan if NaN marks them), or drop them.")
     try:

@@ -694,8 +694,8 @@ class LinearLapClassifier(SemiSupervisedMixin, LinearClassifierMixin, BaseEstima
                 f"The rows of X have norms around {mid:.3g}: the solver's stopping rules "
                 f"weigh the intercept's equation against those of w, which grow with the "
                 f"squared row norm, so the intercept may be left unsolved (measured from "
-                f"norms of 3e7 at the default tol). Scale the rows down (e.g. "
-                f"sklearn.preprocessing.Normalizer()).", UserWarning,
+                f"norms of 3e7 at the default tol). Scale the rows down, or normalise "
+                f"them (sklearn.preprocessing.Normalizer()).", UserWarning,
                 stacklevel=user_stacklevel())
 
     def _report_gammas(self, n_labeled, n_unlabeled, n_classes):

@@ -407,6 +407,12 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         self._check_params()
         base, loss, kernel = self._base()
         check_tol(base)  # before the search (and before it is loosened)
+        if isinstance(base.gamma_I, str) and base.gamma_I != "scaled":
+            raise ValueError(f"EMRClassifier needs its estimator's gamma_I to be a "
+                             f"number or 'scaled', not {base.gamma_I!r}.")
+        if not isinstance(base.gamma_I, str) and base.gamma_I == 0:
+            raise ValueError("EMRClassifier needs its estimator's gamma_I > 0: with no "
+                             "graph term the candidates' weights mu have nothing to weigh.")
         check_in_memory(self, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                           ensure_min_samples=2)
@@ -431,9 +437,6 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
             est._check_row_norms(row_squared_norms(X))
             est._warn_few_unlabeled(n, labeled.size)
         if isinstance(est.gamma_I, str):  # one γ_I for every alternation
-            if est.gamma_I != "scaled":
-                raise ValueError(f"EMRClassifier needs its estimator's gamma_I to be a "
-                                 f"number or 'scaled', not {est.gamma_I!r}.")
             est.set_params(gamma_I=scaled_gamma_I(labeled.size, n_classes))
         if isinstance(est.gamma_A, str):  # the only name a base's gamma_A takes
             est.set_params(gamma_A=scaled_gamma_A(labeled.size, n_classes))

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from .._atomic import atomic_write
 from .._validation import is_int
-from ..persistence import _is_model_file
+from ..persistence import _has_model_header
 
 __all__ = ["save_graph", "load_graph"]
 
@@ -82,7 +82,7 @@ def load_graph(cls, path):
     # np.load would take another file for a .npy array or a pickle, and its message for
     # the latter advises unpickling it
     if head[:2] != b"PK":
-        what = ("a linlap model file: read it with linlap.load" if _is_model_file(path)
+        what = ("a linlap model file: read it with linlap.load" if _has_model_header(path)
                 else "not an .npz archive (KNNGraph.save writes one)")
         raise ValueError(f"{bad}: {what}")
     try:
