@@ -290,8 +290,9 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
     estimator : estimator or None, default=None
         The base classifier: :class:`~linlap.LapRLSClassifier` (None: its defaults),
         :class:`~linlap.LapSVMClassifier`, :class:`~linlap.KernelLapRLSClassifier` or
-        :class:`~linlap.KernelLapSVMClassifier`. Its ``gamma_A``, ``gamma_I``, loss,
-        ``unlabeled`` and solver settings are used; its ``graph`` is replaced.
+        :class:`~linlap.KernelLapSVMClassifier`. Its ``gamma_A``, ``gamma_I`` (a number
+        > 0 or 'scaled'), loss, ``unlabeled`` and solver settings are used; its ``graph``
+        is replaced.
     candidates : dict, list of KNNGraph or None, default=None
         The candidate graphs. A dict is a grid over ``n_neighbors``, ``weight``,
         ``heat_sigma``, ``symmetrize``, ``normalized`` and ``power`` (lists of values;
