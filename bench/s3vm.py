@@ -8,6 +8,7 @@
     python bench/s3vm.py --memory 100000 [--timing]
     python bench/s3vm.py --prior-estimates [--sets pcmac,pcmac@0.7,...]
     python bench/s3vm.py [--rows ...] --graph-max-df 0.2
+    python bench/s3vm.py --graph-grid
 
 Sets: ``pcmac`` (bundled) and the 20 Newsgroups pairs ``graphics-windows``
 (comp.graphics vs comp.windows.x), ``autos-motorcycles`` (rec.autos vs rec.motorcycles),
@@ -134,7 +135,22 @@ def _blend0(gamma_A, **kw):
                       gamma_A=gamma_A, **kw)
 
 
-def methods(graph, uniform=False, sweep=False):
+#: --graph-grid: neighbourhood sizes, powers and γ_I of LapS3VMClassifier()'s graph
+GRID_K, GRID_P, GRID_GAMMA_I = (20, 50), (1, 2, 5), (1.0, 10.0)
+
+
+def methods(graph, uniform=False, sweep=False, true_pi=None):
+    if true_pi is not None:  # diagnostic (--graph-grid): other graphs, on test labels
+        out = [(LAPSVM, lambda: LapSVMClassifier(graph=graph))]
+        prior = [1 - true_pi, true_pi]
+        for k, p, gI in itertools.product(GRID_K, GRID_P, GRID_GAMMA_I):
+            g = (graph if k == graph.n_neighbors else graph.subgraph(k)).with_laplacian(power=p)
+            out += [(f"LapS3VMClassifier(gamma_I={gI:g}), k {k}, p {p}",
+                     lambda g=g, gI=gI: LapS3VMClassifier(gamma_I=gI, graph=g)),
+                    (f"LapS3VMClassifier(gamma_I={gI:g}), k {k}, p {p}, true π",
+                     lambda g=g, gI=gI: LapS3VMClassifier(gamma_I=gI, graph=g,
+                                                          class_prior=prior))]
+        return out
     if sweep:  # diagnostic: the γ_I of the combined model, on test labels
         return [(LAPSVM, lambda: LapSVMClassifier(graph=graph))] + [
             (f"LapS3VM γ_I={gI:g}, prior {pr}",
@@ -205,7 +221,8 @@ def fit(make, X, ys):
     return make().fit(X, ys)
 
 
-def run_set(name, draws, ddir, uniform, sweep=False, rows=None, graph_max_df=None):
+def run_set(name, draws, ddir, uniform, sweep=False, rows=None, graph_max_df=None,
+            graph_grid=False):
     base, _, pi = name.partition("@")
     train, test = load(base, ddir)
     (dtr, y), (dte, yt) = ((skew(train, float(pi)), skew(test, float(pi))) if pi else
@@ -226,7 +243,8 @@ def run_set(name, draws, ddir, uniform, sweep=False, rows=None, graph_max_df=Non
     cut = "" if graph_max_df is None else f" on the terms of df ≤ {graph_max_df:g}"
     print(f"graph ({graph.n_neighbors}-NN, {graph.algorithm_}{cut}) {t_graph:.1f} s, shared, "
           f"not in the fit times\n")
-    ms = selected(methods(graph, uniform, sweep), rows)
+    ms = selected(methods(graph, uniform, sweep,
+                          true_pi=float(np.mean(y == 1)) if graph_grid else None), rows)
     warm = mask_labels(y, N_LABELS, random_state=10**6)
     for _, make in ms:  # JIT warm-up, untimed
         fit(make, X, warm)
@@ -485,6 +503,12 @@ def main():
     ap.add_argument("--gamma-I-sweep", action="store_true",
                     help="diagnostic: LapS3VMClassifier test error against γ_I (test labels: "
                          "not a way to choose γ_I)")
+    ap.add_argument("--graph-grid", action="store_true",
+                    help="diagnostic: LapS3VMClassifier() on the k-NN subgraphs, k in "
+                         + ", ".join(map(str, GRID_K)) + ", at p in "
+                         + ", ".join(map(str, GRID_P)) + " and γ_I in "
+                         + ", ".join(f"{g:g}" for g in GRID_GAMMA_I)
+                         + ", at the estimated and the true class balance (test labels)")
     ap.add_argument("--graph-max-df", type=float, default=None, metavar="M",
                     help="build the shared graph on the terms of document frequency ≤ M only")
     ap.add_argument("--rows", default=None,
@@ -508,7 +532,7 @@ def main():
         prior_estimates(sets, args.draws, args.data_dir)
         return
     results = {s: run_set(s, args.draws, args.data_dir, args.uniform_prior, args.gamma_I_sweep,
-                          args.rows, args.graph_max_df)
+                          args.rows, args.graph_max_df, args.graph_grid)
                for s in sets}
     labels = list(next(iter(results.values())))
     print(f"\n### Mean over the {len(sets)} binary sets\n")
