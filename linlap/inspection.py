@@ -9,27 +9,32 @@ from ._validation import is_int
 __all__ = ["feature_weights"]
 
 
+def _columns_of_a_matrix(model):
+    """Whether the classifier's columns are those of the input matrix, without names: a
+    bare estimator, or a Pipeline whose steps before it only rescale columns (a
+    Normalizer, as ``linlap fit --normalize l2`` saves) of input without column names —
+    scikit-learn would name them x0, x1, …: placeholders, not terms."""
+    from sklearn.base import OneToOneFeatureMixin
+    from sklearn.pipeline import Pipeline
+
+    if not isinstance(model, Pipeline) or len(model.steps) < 2:
+        return True
+    pre = [step for _, step in model.steps[:-1]]
+    return (all(isinstance(s, OneToOneFeatureMixin) for s in pre)
+            and not hasattr(pre[0], "feature_names_in_"))
+
+
 def _split(model):
     """(estimator, feature names or None) of a Pipeline or bare estimator."""
     from sklearn.pipeline import Pipeline
 
-    from sklearn.base import OneToOneFeatureMixin
-
-    if isinstance(model, Pipeline):
-        est = model.steps[-1][1]
-        names = None
-        pre = [step for _, step in model.steps[:-1]]
-        # steps that keep the columns (a Normalizer) of a matrix without column names
-        # would name them x0, x1, …: no names, the column index is the name
-        placeholders = (all(isinstance(s, OneToOneFeatureMixin) for s in pre)
-                        and not hasattr(pre[0], "feature_names_in_")) if pre else True
-        if not placeholders:
-            try:
-                names = model[:-1].get_feature_names_out()
-            except Exception:  # hashing vectorizer, or a step without names
-                names = None
-        return est, names
-    return model, None
+    est = model.steps[-1][1] if isinstance(model, Pipeline) else model
+    if _columns_of_a_matrix(model):
+        return est, None
+    try:
+        return est, model[:-1].get_feature_names_out()
+    except Exception:  # hashing vectorizer, or a step without names
+        return est, None
 
 
 def _no_weights_message(est):

@@ -30,8 +30,9 @@ from ._atomic import atomic_write
 __all__ = ["save", "load", "FORMAT_TAG"]
 
 FORMAT_TAG = "linlap-model"
-#: first line of a model file
-MAGIC = b"LINLAP-MODEL 2\n"
+#: first line of a model file: the format's name, then its version
+MAGIC_PREFIX = b"LINLAP-MODEL"
+MAGIC = MAGIC_PREFIX + b" 2\n"
 _HEADER_MAX = 4096  # bytes of the header line
 
 #: How a file of the first format (``joblib.dump(header_dict, fh, compress=...)``) can
@@ -297,7 +298,7 @@ def _has_model_header(path):
     which may also be a first-format model file."""
     try:
         with open(path, "rb") as fh:
-            return fh.read(len(MAGIC) - 3) == MAGIC[:-3]
+            return fh.read(len(MAGIC_PREFIX)) == MAGIC_PREFIX
     except OSError:
         return False
 

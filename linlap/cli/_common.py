@@ -201,26 +201,21 @@ def _refuse_to_replace_inputs(option, output, inputs):
                              f"replace it; give another file name")
 
 
-def _is_model_file(path):
-    """A model file by its first line (a compressed data file is none)."""
-    from ..persistence import _has_model_header
-
-    return _has_model_header(path)
-
-
 def _check_format_option(args):
     """A wrong command line when DATA is standard input without --format, or --format
-    dir names a file (or a file format a directory): before :func:`detect_format`."""
+    dir names a file (or a file format a directory), or DATA is a model file: before
+    :func:`detect_format`."""
+    from ..persistence import _has_model_header, _is_model_file
+
     if args.data == "-":
         if args.format in ("auto", "dir"):
             raise UsageError("DATA - (standard input) needs --format jsonl, csv or svmlight")
-    elif os.path.isfile(args.data) and _is_model_file(args.data):
-        # read as text it fails on a missing column, far from the cause
+    elif os.path.isfile(args.data) and _has_model_header(args.data):
+        # read as text it fails on a missing column, far from the cause; a model file by
+        # its first line only (a compressed data file may start like a first-format one)
         model = getattr(args, "model", None) if args.command != "fit" else None
-        from ..persistence import _is_model_file as loadable  # the first format too
-
-        swapped = (model is not None and not _is_model_file(model)
-                   and not loadable(model))
+        swapped = (model is not None and not _has_model_header(model)
+                   and not _is_model_file(model))
         raise UsageError(f"DATA {args.data} is a linlap model file, not documents"
                          + (f", and MODEL {model} is not one: did you swap MODEL and DATA? "
                             f"(linlap {args.command} MODEL DATA)" if swapped else ""))

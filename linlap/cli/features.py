@@ -5,19 +5,11 @@ import sys
 from ._common import _load_model
 
 
-def _has_vectorizer(model):
-    """Whether the model is a Pipeline with steps before its classifier other than a
-    row normaliser (``fit --normalize l2`` on svmlight input), which names no terms."""
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import Normalizer
-
-    return isinstance(model, Pipeline) and not all(
-        isinstance(step, Normalizer) for _, step in model.steps[:-1])
-
-
 def _no_names_reason(model):
     """Why a model's columns have no term names (for the note line)."""
-    if not _has_vectorizer(model):
+    from ..inspection import _columns_of_a_matrix
+
+    if _columns_of_a_matrix(model):
         return ("the model has no vectorizer, so columns are shown as indices: feature j "
                 "is column j of the matrix it was fit on (svmlight input: index j as "
                 "written in the file)")

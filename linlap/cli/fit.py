@@ -145,7 +145,7 @@ def _warn_text_like_labels(args, fmt, classes):
     normal setting: not a sign.)"""
     if fmt not in ("csv", "jsonl"):
         return
-    long = [c for c in classes if "\n" in str(c) or "\r" in str(c) or len(str(c)) > 200]
+    long = [c for c in classes if "\n" in c or "\r" in c or len(c) > 200]
     if not long:
         return
     why = f"{len(long)} class names look like documents (e.g. {_short_name(long[0])!r})"
@@ -472,7 +472,7 @@ def _fit(args):
         grid["n_neighbors"] = _merge_capped(args.n_neighbors, k)
         if len(grid["n_neighbors"]) == 1:  # one k left: a grid only if --power is one
             del grid["n_neighbors"]
-    if grid.keys() == set() and args.n_neighbors is not None and len(args.n_neighbors) > 1:
+    if not grid and args.n_neighbors is not None and len(args.n_neighbors) > 1:
         warnings.warn(f"one candidate graph is left (k = {k}): fitting the single graph"
                       + ("; --gamma-R does not apply" if args.gamma_R is not None else ""),
                       UserWarning, stacklevel=2)

@@ -41,19 +41,19 @@ def _predict(args):
             for batch in batches:
                 if not len(batch):
                     continue
-                if args.decision_values:
-                    D = np.atleast_1d(model.decision_function(batch.data))
-                    if D.ndim == 1:
-                        D = D[:, None]
-                    rows = ([classes[i]] + [f"{v:.6g}" for v in row]
-                            for i, row in zip(predict_index(D), D))
-                else:
-                    rows = ([label] for label in model.predict(batch.data))
-                if args.ids:
-                    rows = ([id_] + row for id_, row in zip(batch.ids, rows))
                 if plain:
-                    out.writelines(f"{label}\n" for (label,) in rows)
+                    out.writelines(f"{label}\n" for label in model.predict(batch.data))
                 else:
+                    if args.decision_values:
+                        D = np.atleast_1d(model.decision_function(batch.data))
+                        if D.ndim == 1:
+                            D = D[:, None]
+                        rows = ([classes[i]] + [f"{v:.6g}" for v in row]
+                                for i, row in zip(predict_index(D), D))
+                    else:
+                        rows = ([label] for label in model.predict(batch.data))
+                    if args.ids:
+                        rows = ([id_] + row for id_, row in zip(batch.ids, rows))
                     writer.writerows(rows)
                 total += len(batch)
                 bar.update(len(batch))

@@ -66,8 +66,9 @@ def mask_labels(y, n_labeled, *, per_class=False, random_state=None, unlabeled=-
     ------
     ValueError
         If `y` is not one-dimensional, holds NaN labels (other than the `unlabeled`
-        marker), mixes label types that cannot be ordered, `n_labeled` is not an integer >= 1, or `n_labeled` exceeds the number of labeled rows available (of the
-        smallest class, when `per_class` is True).
+        marker), mixes label types that cannot be ordered, `n_labeled` is not an
+        integer >= 1, or `n_labeled` exceeds the number of labeled rows available (of
+        the smallest class, when `per_class` is True).
 
     Notes
     -----

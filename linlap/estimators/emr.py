@@ -317,7 +317,7 @@ class EMRClassifier(ClassifierMixin, BaseEstimator):
         smoothest candidate. 'auto' (seed 002 §4): the mean of ``S_k`` at the first
         f (uniform μ), then fixed. (Over powers of one graph, near-uniform μ acts like
         the lowest power, whose λ^p rules the smooth end of the spectrum: at 10 × 'auto'
-        and above, 14–29 points worse on four of the bench corpora; bench/RESULTS.md.)
+        and above, 11–29 points worse on four of the bench corpora; bench/RESULTS.md.)
     tol : float, default=1e-3
         Decrease of J by a μ step, relative to J's terms in μ, below which μ counts as
         settled; and by an early-stopped f step, relative to J's terms in f, below which
