@@ -46,7 +46,7 @@ def scaled_gamma_I(n_labeled, n_classes):
     the labels would trust the graph less as labels accumulate. Dividing by the labels
     per class (one-vs-rest: each class column's positives) gives 20 at 25 labels per
     class, 100 at 5, 1 at 500. The constant 500 is the one measured to hold across the
-    benchmark corpora (``bench/emr.py``; bench/RESULTS.md, "out-of-the-box defaults").
+    benchmark corpora (``bench/emr.py``; bench/RESULTS.md, "Why gamma_I='scaled'").
     """
     return SCALED_GAMMA_I * n_classes / n_labeled
 
@@ -68,7 +68,7 @@ def scaled_gamma_A(n_labeled, n_classes):
     2.5e-5: smaller ones cost many more CG iterations (the ridge bounds the smallest
     eigenvalue of the system) for about a point at most on the corpora measured; above
     1,000 nothing was measured. Read off the benchmark corpora (``bench/emr.py
-    --gamma-A-sweep``; bench/RESULTS.md, "out-of-the-box defaults ... gamma_A='scaled'").
+    --gamma-A-sweep``; bench/RESULTS.md, "Why gamma_A='scaled'").
     Measured on rows of unit norm (TF-IDF's): ``fit`` warns when X's rows are far from
     it (:func:`check_row_norms`).
     """
@@ -84,7 +84,7 @@ ROW_NORM_WARNING = "The rows of X"
 #: Median norm m of the non-empty rows outside which ``fit`` warns that
 #: ``gamma_A='scaled'`` was measured on rows of unit norm: rows of norm m act as a ridge
 #: weight γ_A / m², here more than 2× or less than ¼× the measured one (bench/RESULTS.md,
-#: the γ_A sweep under "Out-of-the-box defaults ... gamma_A='scaled'", shows the cost).
+#: "Why gamma_A='scaled'" and "Preprocessing" show the cost).
 UNIT_NORM_RANGE = (0.7, 2.0)
 #: Median norm of the non-empty rows above which a fit with an intercept warns: the
 #: CG's stopping rules weigh the intercept's equation against w's, whose terms grow with

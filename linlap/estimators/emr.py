@@ -39,13 +39,13 @@ LOOSE_TOL_FACTOR = 10
 LOOSE_TOL_MAX = 1e-3
 #: A LapRLS base's f steps while μ moves also stop after this many CG iterations (CG
 #: lowers J from its warm start however few they are): on the corpora of bench/emr.py μ
-#: settles within 0.015 of where steps solved to LOOSE_TOL_MAX put it, test errors within
-#: 0.05 point on average, in 18–34 % less time (bench/RESULTS.md, 'EMR's cost').
+#: settles within 0.013 of where steps solved to 10× the base's tol put it, test errors
+#: within 0.05 point on average, in 18–34 % less time (bench/RESULTS.md, 'EMR's cost').
 MOVING_STEP_CG_ITER = 10
 #: With a LapRLS base the first f step, cold at uniform μ, is solved to this multiple of
 #: the loose tol, at most FIRST_STEP_TOL_MAX: a cold start cannot stall, and γ_R 'auto'
-#: and the first μ step need its S_k to a few per cent only (γ_R within 4 % of its value
-#: at 1e-3 on PCMAC, synthetic and subjects; μ as in bench/RESULTS.md, 'EMR's cost').
+#: and the first μ step need its S_k to a few per cent only (μ as in bench/RESULTS.md,
+#: 'EMR's cost').
 FIRST_STEP_TOL_FACTOR = 10
 FIRST_STEP_TOL_MAX = 1e-2
 #: A kernel base's ``stop_reason_`` when its PCG early stopping ended the fit: that f is
