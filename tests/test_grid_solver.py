@@ -154,8 +154,13 @@ def test_grid_patience_stops_on_stable_labels():
             assert np.mean(np.sign(fe) == np.sign(ff)) >= 0.95
     with pytest.raises(ValueError, match="monitor_rows"):
         laprls_grid(X, T, lab, g.laplacian_matvec, patience=3, **kw)
-    with pytest.raises(ValueError, match="patience"):
-        laprls_grid(X, T, lab, g.laplacian_matvec, monitor_rows=X[val], patience=0, **kw)
+    for bad in (0, True, 2.0):  # (a bool or a float is no iteration count)
+        with pytest.raises(ValueError, match="patience"):
+            laprls_grid(X, T, lab, g.laplacian_matvec, monitor_rows=X[val], patience=bad,
+                        **kw)
+    for name, bad in [("tol", np.nan), ("tol", -1.0), ("max_iter", 0), ("max_iter", -5)]:
+        with pytest.raises(ValueError, match=name):
+            laprls_grid(X, T, lab, g.laplacian_matvec, **{**kw, name: bad})
     with pytest.raises(ValueError, match="gamma"):
         laprls_grid(X, T, lab, g.laplacian_matvec, gamma_A=[0.0], gamma_I=[1.0],
                     scale=g.scale_)
@@ -276,3 +281,28 @@ def test_lapsvm_cv_shifted_equals_warm():
     # solver='tinv' / the hinge loss take the per-candidate route
     tinv = LapSVMClassifierCV(**grid, solver="tinv").fit(X, ys, validation=yv)
     assert tinv.cv_results_["mean_n_iter"].min() > 0
+
+
+@pytest.mark.parametrize("cls", ["LapRLSClassifierCV", "LapSVMClassifierCV"])
+def test_shifted_grid_warns_once_for_unconverged_candidates(cls):
+    # the 'shifted' route scores every candidate from shared runs: those cut short by
+    # the iteration limit are reported in one warning for the grid, not silently
+    import linlap.model_selection as ms
+
+    X, y = blobs(n=90, seed=22, noise=0.6)
+    ys, yv = semi_with_validation(y, 16, 30, seed=22)
+    g = KNNGraph(n_neighbors=6).fit(X)
+    # (LapSVMClassifierCV's max_iter counts the Newton steps of the refined points)
+    est = getattr(ms, cls)(gamma_A=[1e-6, 1e-3], gamma_I=[1e-3, 100.0], graph=g,
+                           patience=None, max_iter=2 if cls == "LapRLSClassifierCV" else 1,
+                           tol=1e-12)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, ys, validation=yv)
+    grid = [w for w in caught if issubclass(w.category, ConvergenceWarning)
+            and "grid fits" in str(w.message)]
+    assert len(grid) == 1 and "of the 4 grid fits" in str(grid[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        getattr(ms, cls)(gamma_A=[1e-3], gamma_I=[1.0], graph=g, patience=None,
+                         tol=1e-6).fit(X, ys, validation=yv)

@@ -709,3 +709,24 @@ def test_path_refuses_labeled_rows_that_are_all_empty():
     X[np.flatnonzero(y != -1), :] = 0
     with pytest.raises(ValueError, match="every labeled row is empty"):
         lapsvm_path(sp.csr_matrix(X), y, graph, rho=0.1)
+
+
+def test_all_elbow_last_segment_reaching_zero_is_complete():
+    # every labeled row stays in the elbow with α ∝ λ: the last event lands at λ = 0 only
+    # up to round-off; the path is still complete, and coef_at below its last λ works
+    rng = np.random.default_rng(1)
+    n, d, l = 30, 50, 10
+    X = rng.random((n, d)) * (rng.random((n, d)) < 0.6)
+    X[X.sum(1) == 0, 0] = 1.0
+    lab = rng.integers(0, 2, n)
+    X[:, :2] += 0.8 * np.eye(2)[lab]
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.full(n, -1)
+    y[rng.permutation(n)[:l]] = lab[rng.permutation(n)[:l]]
+    y[np.flatnonzero(y == -1)[:2]] = [0, 1]
+    g = KNNGraph(n_neighbors=5, power=1, weight="cosine").fit(X)
+    P = lapsvm_path(X, y, g, rho=1e-2, fit_intercept=False, method="gram")
+    assert P.elbows[-1].size == P.y.size  # the case this draw was chosen for
+    assert P.complete
+    w, b = P.coef_at(P.lambdas[-1] / 2)
+    assert np.all(np.isfinite(w)) and b == 0

@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -86,6 +87,14 @@ def _validation_set(est, validation, X, y, labeled_rows, classes):
         raise ValueError(f"validation labels {np.unique(yv[unknown])[:5].tolist()} are not "
                          f"classes of the labeled rows {classes.tolist()}.")
     return rows, Xv, np.searchsorted(classes, yv)
+
+
+def accuracy_and_hinge(F, y_idx, n_classes):
+    """Accuracy and mean hinge loss ``Σ_classes max(0, 1 − y f)`` of decision values F
+    (shape (..., rows, columns)) against the class indices ``y_idx`` of the rows."""
+    acc = (predict_index(F) == y_idx).mean(axis=-1)
+    hinge = np.maximum(0.0, 1.0 - pm1_targets(y_idx, n_classes) * F).sum(axis=-1).mean(axis=-1)
+    return acc, hinge
 
 
 def _folds(cv, y_idx, random_state=0):
@@ -385,7 +394,9 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         validation : array-like of shape (n_samples,) or (X_val, y_val), optional
             Labels of validation rows of X that are unlabeled in y (the ``unlabeled``
             marker on the other rows), or out-of-sample rows (a tuple or a list of the
-            two); the score is their accuracy. None: ``cv``-fold cross-validation over
+            two; X_val is used as given — in a Pipeline it does not pass through the
+            earlier steps, so transform it first, or pass validation labels for rows of
+            X); the score is their accuracy. None: ``cv``-fold cross-validation over
             the labeled rows (held-out rows are unlabeled while the others train).
 
         Returns
@@ -396,7 +407,6 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
         X, y, labeled_rows, unlabeled_rows, classes, y_idx = self._check_X_y(X, y)
         # the k the graphs are built with (capped by the non-empty rows, as the
         # estimators' default k is), each once: best_params_ reports the k used
-        ks = [None if k is None else k for k in ks]
         if any(k is not None for k in ks):  # (one count of the non-empty rows)
             top = capped_n_neighbors(X, max(k for k in ks if k is not None))
             ks = [None if k is None else min(k, top) for k in ks]
@@ -440,10 +450,8 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
                              "power": powers[ip], "class_prior": priors[iq]}
                 k += 1
         def score(s, c, F, yte):
-            F = F[:, None] if F.ndim == 1 else F
-            scores[s, c] = np.mean(predict_index(F) == yte)
-            hinges[s, c] = np.maximum(0.0, 1.0 - pm1_targets(yte, classes.size) * F).sum(
-                axis=1).mean()
+            scores[s, c], hinges[s, c] = accuracy_and_hinge(
+                F[:, None] if F.ndim == 1 else F, yte, classes.size)
 
         n, d = X.shape
         n_shifted = sum(self._shifted(priors[iq]) for _, _, iq in combos)
@@ -454,6 +462,7 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
                      hint="List fewer gamma_A / gamma_I values, or use method='warm'.")
         bar = progress(bool(self.verbose), total=len(splits) * n_cand,
                        desc=f"{type(self).__name__} grid", unit="candidates")
+        unfinished = 0  # shifted-run points stopped by max_iter (warned once, below)
         for s, (ytr, Xte, yte, lab_rows, lab_idx) in enumerate(splits):
             for ik, ip, iq in combos:
                 graph = graphs[(ks[ik], powers[ip])]
@@ -461,8 +470,11 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
                 if self._shifted(priors[iq]) and graph.scale_ > 0:
                     # every (γ_A, γ_I) from one shifted CG run per γ_I
                     t = time.perf_counter()
-                    coef, intercept, steps = self._grid_solve(
+                    coef, intercept, steps, info = self._grid_solve(
                         X, pm1_targets(lab_idx, classes.size), lab_rows, graph, gA, gI, Xte)
+                    # (q, g·c) systems: a point is unfinished if any of its columns is
+                    running = ~(info.converged | info.stopped)
+                    unfinished += int(running.reshape(len(gA), len(gI), -1).any(axis=2).sum())
                     run = [index[(ik, ip, iq, i, j)] for i, j in cells]
                     for c, (i, j) in zip(run, cells):
                         n_iters[s, c] = steps[j, i]
@@ -483,6 +495,12 @@ class _GridCV(SemiSupervisedMixin, LinearClassifierMixin, BaseEstimator):
                     fit_times[s, c] = time.perf_counter() - t
                     bar.update(1, split_best_accuracy=f"{np.nanmax(scores[s]):.3f}")
         bar.close()
+        if unfinished:
+            warnings.warn(f"{type(self).__name__}: {unfinished} of the "
+                          f"{len(splits) * n_cand} grid fits reached their iteration limit "
+                          f"before tol={self.tol:g} and were scored as they stood. Increase "
+                          f"max_iter, or leave out the smallest gamma_A, whose solves are "
+                          f"slowest.", ConvergenceWarning, stacklevel=2)
         mean = scores.mean(axis=0)
         mean_hinge = hinges.mean(axis=0)
         # rank by accuracy, ties (frequent on a few validation rows) by the mean hinge loss
@@ -539,7 +557,12 @@ class LapRLSClassifierCV(_GridCV):
 
         J(w, b) = (1/l) Σ_{i labeled} (y_i − f(x_i))² + γ_A ‖w‖² + γ_I s fᵀL^p f
 
-    (see :class:`~linlap.LapRLSClassifier`). The graph is built once (or the fitted
+    (see :class:`~linlap.LapRLSClassifier`) — with ``patience`` (the default, 4) the
+    ``'shifted'`` grid scores a candidate as its CG stands once the predicted labels of
+    the scoring rows have settled, which can be well before ``tol``: the scores, and so
+    the ranking, are those of these early-stopped models, not of the minimisers (model
+    selection needs the labels, not the last digits; ``patience=None`` runs every
+    candidate to ``tol``). The chosen setting is refitted to ``tol``. The graph is built once (or the fitted
     ``graph`` reused); a ``power`` list is searched through
     :meth:`KNNGraph.with_laplacian` views of it (L^p is never formed). Scores are the
     accuracy on ``validation`` rows or the mean accuracy over ``cv`` stratified folds of
@@ -593,7 +616,7 @@ class LapRLSClassifierCV(_GridCV):
         ``gamma_A``, ``gamma_I``, ``n_neighbors``, ``power``, ``class_prior`` of the chosen
         candidate (None: the graph's own).
     best_score_ : float
-        Its mean validation accuracy. Candidates are ranked by mean accuracy, ties by the
+        Its mean validation accuracy (early-stopped, see ``patience``). Candidates are ranked by mean accuracy, ties by the
         mean hinge loss ``max(0, 1 − y f)`` of their decision values on the scoring rows
         (``mean_test_hinge``), then by grid order.
     best_index_ : int
@@ -630,7 +653,7 @@ class LapRLSClassifierCV(_GridCV):
             monitor_rows=Xscore, patience=self.patience, warn=False)
         c = T.shape[1]
         steps = info.n_iter_shift.reshape(len(gA), len(gI), c).max(axis=2).T
-        return coef, intercept, steps
+        return coef, intercept, steps, info
 
 
 class LapSVMClassifierCV(_GridCV):
@@ -647,7 +670,8 @@ class LapSVMClassifierCV(_GridCV):
       :class:`LapRLSClassifierCV`, with the same ``patience``); a point where every
       labeled row has ``y f ≤ 1`` is also the LapSVM minimiser (the squared hinge equals
       the squared loss there), the others are finished by finite Newton from their
-      LapRLS point (:func:`linlap.solvers.grid.lapsvm_grid`).
+      LapRLS point (:func:`linlap.solvers.grid.lapsvm_grid`); with ``patience`` a point
+      whose CG stopped early and has every ``y f ≤ 1`` is scored as it stands.
     * ``'warm'`` (and the other losses, solvers and class-prior settings): one
       :class:`~linlap.LapSVMClassifier` fit per candidate in snake order, Newton starting
       from the neighbour's w when ``warm_start=True``.
@@ -689,8 +713,10 @@ class LapSVMClassifierCV(_GridCV):
                 and self.loss == "squared_hinge")
 
     def _grid_solve(self, X, T, rows, graph, gA, gI, Xscore):
-        coef, intercept, steps, _ = lapsvm_grid(
-            X, T, rows, graph.laplacian_matvec, gamma_A=gA, gamma_I=gI, scale=graph.scale_,
-            fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
-            monitor_rows=Xscore, patience=self.patience)
-        return coef, intercept, steps
+        with warnings.catch_warnings():  # counted in info: the grid warns once
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            coef, intercept, steps, info = lapsvm_grid(
+                X, T, rows, graph.laplacian_matvec, gamma_A=gA, gamma_I=gI,
+                scale=graph.scale_, fit_intercept=self.fit_intercept, tol=self.tol,
+                max_iter=self.max_iter, monitor_rows=Xscore, patience=self.patience)
+        return coef, intercept, steps, info

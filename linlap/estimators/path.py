@@ -23,7 +23,7 @@ from ..solvers._problem import pm1_targets, predict_index
 from ..solvers.path import path_for_targets, path_reduction
 from ._base import (LinearLapClassifier, check_labeled_nonempty, check_labels,
                     nonempty_rows, store_params)
-from .cv import _check_cv, _folds, _validation_set
+from .cv import _check_cv, _folds, _validation_set, accuracy_and_hinge
 
 __all__ = ["LapSVMPathClassifier", "lapsvm_path"]
 
@@ -221,8 +221,9 @@ class LapSVMPathClassifier(LinearLapClassifier):
         validation : array-like of shape (n_samples,) or (X_val, y_val), optional
             Labels of validation rows of X that are unlabeled in y (the marker
             elsewhere), or out-of-sample validation rows (a tuple or a list of the
-            two). None: ``cv``-fold
-            cross-validation over the labeled rows.
+            two; X_val is used as given — in a Pipeline it does not pass through the
+            earlier steps, so transform it first, or pass validation labels for rows of
+            X). None: ``cv``-fold cross-validation over the labeled rows.
 
         Returns
         -------
@@ -330,11 +331,8 @@ class LapSVMPathClassifier(LinearLapClassifier):
     @staticmethod
     def _scores(F, y_idx, n_classes):
         """Error rate and mean hinge loss per grid point (F: grid × rows × columns)."""
-        pred = predict_index(F)
-        err = (pred != y_idx[None, :]).mean(axis=1)
-        T = pm1_targets(y_idx, n_classes)
-        hinge = np.maximum(0.0, 1.0 - T[None] * F).sum(axis=2).mean(axis=1)
-        return err, hinge
+        acc, hinge = accuracy_and_hinge(F, y_idx, n_classes)
+        return 1.0 - acc, hinge
 
     def plot_path(self, path, *, kind="error", title=None):
         """Draw validation error (``kind='error'``) or the labeled rows' decision values

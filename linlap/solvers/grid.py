@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from .._numba.csr import scoring_decisions
+from .._validation import check_int, check_real
 from ._problem import LinearSolution, check_rows_and_targets, predict_index
 from .lapsvm_newton import lapsvm_newton
 from .normal_operator import NormalOperator, augmented_rows_T
@@ -93,8 +94,10 @@ def laprls_grid(
         raise ValueError("every gamma_A and gamma_I of the grid must be finite and > 0.")
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
-    if patience is not None and (int(patience) != patience or patience < 1):
-        raise ValueError(f"patience must be None or an integer >= 1, got {patience!r}.")
+    if patience is not None:
+        check_int("patience", patience, 1)
+    check_real("tol", tol, 0, low_open=True)
+    check_int("max_iter", max_iter, 1)
     if patience is not None and monitor_rows is None:
         raise ValueError("patience needs monitor_rows.")
     l, c = T.shape
@@ -214,7 +217,10 @@ def lapsvm_grid(
     solutions of the whole grid come from one shifted CG run per γ_I
     (:func:`linlap.solvers.grid.laprls_grid`, with its early stopping); only the
     points where a labeled row lies beyond the margin are solved by finite Newton,
-    warm-started from their LapRLS point.
+    warm-started from their LapRLS point. (With ``patience``, a LapRLS point stopped
+    early is kept as it stands when every labeled row has ``y f ≤ 1``: the argument
+    above holds at the LapRLS minimiser, so such a point is as approximate as the
+    early stop.)
 
     Parameters
     ----------
@@ -235,7 +241,8 @@ def lapsvm_grid(
     newton_steps : ndarray of int, shape (g, q)
         Newton steps of each point's refinement (0: the LapRLS point was kept).
     info : ShiftedCGInfo
-        Of the LapRLS grid.
+        Of the LapRLS grid, with ``converged`` (and ``stopped`` False) of the points
+        finished by finite Newton set from their Newton solve.
     """
     T, rows = check_rows_and_targets(X.shape[0], targets, labeled_rows)
     if not np.all(np.abs(T) == 1):
@@ -244,7 +251,7 @@ def lapsvm_grid(
         X, T, rows, laplacian_matvec, gamma_A=gamma_A, gamma_I=gamma_I, scale=scale,
         fit_intercept=fit_intercept, tol=tol, max_iter=cg_max_iter,
         monitor_rows=monitor_rows, patience=patience, warn=False)
-    g, q = coef.shape[:2]
+    g, q, c = coef.shape[:3]
     gA = np.atleast_1d(np.asarray(gamma_A, dtype=np.float64))
     gI = np.atleast_1d(np.asarray(gamma_I, dtype=np.float64))
     Xl = X[rows]
@@ -265,6 +272,10 @@ def lapsvm_grid(
             coef[j, i], intercept[j, i] = sol.coef, sol.intercept
             steps[j, i] = sol.n_iter
             unconverged += not sol.converged
+            # info describes the points returned: this one is Newton's
+            cols = slice(j * c, (j + 1) * c)
+            info.converged[i, cols] = sol.converged
+            info.stopped[i, cols] = False
     if unconverged:  # one warning for the grid, not one per point
         warnings.warn(f"lapsvm_grid: {unconverged} of the {g * q} points' finite Newton "
                       f"refinements stopped before tol={tol:g} (max_iter={max_iter}, "

@@ -73,7 +73,7 @@ _EPS = 1e-10   # relative tolerance of ties between events and of the elbow test
 
 __all__ = ["PathReduction", "LapSVMPath", "path_reduction", "follow_path", "path_for_targets"]
 
-def _lemma2_qp(Q, maj, mino, max_iter=None):
+def _lemma2_qp(Q, maj, mino):
     """α on the majority class: min αᵀQα, α_minority = 1, α_maj ∈ [0, 1], Σ α_maj = l_min.
 
     SMO on the most violating pair (exact two-variable steps), then an exact polish of
@@ -90,7 +90,7 @@ def _lemma2_qp(Q, maj, mino, max_iter=None):
     scale = max(np.abs(diag).max(), 1e-300)
     tol = 1e-13 * scale * max(1, Q.shape[0])
     x = alpha[maj].copy()
-    max_iter = max_iter or 200 * lM * lM + 1000
+    max_iter = 200 * lM * lM + 1000
     for _ in range(max_iter):
         up = x < 1.0
         dn = x > 0.0
@@ -183,43 +183,38 @@ class _RawPath:
         self.events.append(event)
 
 
-def _elbow_direction(Q, y, E, free):
-    """Solve the Theorem 1 system on the elbow; returns (dα_E, dα₀, ok, full_rank)."""
-    idx = np.flatnonzero(E)
+def _elbow_matrix(Q, y, idx, free):
+    """The matrix of the elbow equations: Q_EE, bordered by y_E for a free bias."""
+    if not free:
+        return Q[np.ix_(idx, idx)]
     m = idx.size
-    if free:
-        M = np.zeros((m + 1, m + 1))
-        M[0, 1:] = y[idx]
-        M[1:, 0] = y[idx]
-        M[1:, 1:] = Q[np.ix_(idx, idx)]
-        rhs = np.r_[0.0, np.ones(m)]
-    else:
-        M = Q[np.ix_(idx, idx)]
-        rhs = np.ones(m)
-    sol, _, rank, _ = np.linalg.lstsq(M, rhs, rcond=1e-12)
+    M = np.zeros((m + 1, m + 1))
+    M[0, 1:] = y[idx]
+    M[1:, 0] = y[idx]
+    M[1:, 1:] = Q[np.ix_(idx, idx)]
+    return M
+
+
+def _elbow_direction(Q, y, E, free):
+    """Solve the Theorem 1 system on the elbow; returns (dα_E, dα₀, ok)."""
+    idx = np.flatnonzero(E)
+    M = _elbow_matrix(Q, y, idx, free)
+    rhs = np.r_[0.0, np.ones(idx.size)] if free else np.ones(idx.size)
+    sol = np.linalg.lstsq(M, rhs, rcond=1e-12)[0]
     res = np.linalg.norm(M @ sol - rhs)
     ok = res <= 1e-7 * (1.0 + np.linalg.norm(M) * np.linalg.norm(sol))
-    full = rank == M.shape[0]
     if free:
-        return sol[1:], sol[0], ok, full
-    return sol, 0.0, ok, full
+        return sol[1:], sol[0], ok
+    return sol, 0.0, ok
 
 
 def _resolve_elbow(Q, y, E, alpha, alpha0, lam, free):
     """Recompute α_E, α₀ exactly from the elbow equations (no drift along the path)."""
     idx = np.flatnonzero(E)
     rest = np.flatnonzero(~E)
-    m = idx.size
     base = Q[np.ix_(idx, rest)] @ alpha[rest]
-    if free:
-        M = np.zeros((m + 1, m + 1))
-        M[0, 1:] = y[idx]
-        M[1:, 0] = y[idx]
-        M[1:, 1:] = Q[np.ix_(idx, idx)]
-        rhs = np.r_[-y[rest] @ alpha[rest], lam - base]
-    else:
-        M = Q[np.ix_(idx, idx)]
-        rhs = lam - base
+    M = _elbow_matrix(Q, y, idx, free)
+    rhs = np.r_[-y[rest] @ alpha[rest], lam - base] if free else lam - base
     try:
         sol = np.linalg.solve(M, rhs)
     except np.linalg.LinAlgError:
@@ -235,15 +230,19 @@ def _resolve_elbow(Q, y, E, alpha, alpha0, lam, free):
     return out, a0
 
 
+def _bias_bounds(y, status):
+    """Rows bounding α₀ with an empty elbow, from h_i = q_i + y_i α₀ against λ:
+    Lp α₀ ≤ λ − q (upper, slope +1), Lm α₀ ≥ q − λ (lower, slope −1),
+    Rp α₀ ≥ λ − q (lower, slope +1), Rm α₀ ≤ q − λ (upper, slope −1)."""
+    L, R = status == 1, status == 0
+    return L & (y > 0), L & (y < 0), R & (y > 0), R & (y < 0)
+
+
 def _empty_elbow(q, y, status, lam_k, lam_min):
     """Free bias with an empty elbow: α fixed, α₀ free in an interval that shrinks as
     λ decreases. Returns (λ*, α₀*, joining mask) for the largest λ* < λ_k where the
     interval closes, or None when it stays open down to λ_min (then α₀ at λ_min)."""
-    # constraints on α₀ from h_i = q_i + y_i α₀ vs λ
-    Lp = (status == 1) & (y > 0)     # α₀ ≤ λ − q   (upper, slope +1)
-    Lm = (status == 1) & (y < 0)     # α₀ ≥ q − λ   (lower, slope −1)
-    Rp = (status == 0) & (y > 0)     # α₀ ≥ λ − q   (lower, slope +1)
-    Rm = (status == 0) & (y < 0)     # α₀ ≤ q − λ   (upper, slope −1)
+    Lp, Lm, Rp, Rm = _bias_bounds(y, status)
     cu = np.r_[-q[Lp], q[Rm]]
     su = np.r_[np.ones(Lp.sum()), -np.ones(Rm.sum())]
     iu = np.r_[np.flatnonzero(Lp), np.flatnonzero(Rm)]
@@ -368,7 +367,7 @@ def follow_path(Q, y, *, free_bias, lambda_min=None, lambda_min_ratio=1e-6, max_
             raw.add(lam, alpha, alpha0, status == 2, "empty elbow closes")
             continue
         if E.any():
-            dE, d0, ok, _ = _elbow_direction(Q, y, E, free_bias)
+            dE, d0, ok = _elbow_direction(Q, y, E, free_bias)
             if not ok:
                 state = "degenerate"
                 warnings.warn(f"lapsvm_path: inconsistent elbow system at λ = {lam:.4g} "
@@ -402,7 +401,8 @@ def follow_path(Q, y, *, free_bias, lambda_min=None, lambda_min_ratio=1e-6, max_
             d = lambda_min - lam
             alpha_end = np.clip(alpha + d * dalpha, 0.0, 1.0)
             raw.add(lambda_min, alpha_end, alpha0 + d * d0, E, "end")
-            complete = not np.isfinite(best) or lam + best <= 0
+            # (an event at λ = 0 lands there up to round-off)
+            complete = not np.isfinite(best) or lam + best <= _EPS * lam
             break
         hit = deltas >= best - _EPS * lam
         if best > -_EPS * lam:
@@ -442,8 +442,7 @@ def follow_path(Q, y, *, free_bias, lambda_min=None, lambda_min_ratio=1e-6, max_
 
 def _empty_interval_at(q, y, status, lam):
     """Midpoint of the feasible α₀ interval at λ (empty elbow, free bias)."""
-    Lp, Lm = (status == 1) & (y > 0), (status == 1) & (y < 0)
-    Rp, Rm = (status == 0) & (y > 0), (status == 0) & (y < 0)
+    Lp, Lm, Rp, Rm = _bias_bounds(y, status)
     his = np.r_[lam - q[Lp], q[Rm] - lam]
     los = np.r_[q[Lm] - lam, lam - q[Rp]]
     hi = his.min() if his.size else np.inf

@@ -21,7 +21,6 @@ __all__ = ["PathReduction", "path_reduction"]
 _ASYMMETRY_TOL = 1e-8
 
 
-
 # ---------------------------------------------------------------------------------------
 # The l-dimensional reduction (Q without labels)
 # ---------------------------------------------------------------------------------------
@@ -277,8 +276,3 @@ def path_reduction(X, labeled_rows, laplacian_matvec, scale, *, rho, fit_interce
         u = np.zeros(p)
     return PathReduction(G, a, float(q), bias, V, u, rows, rho, float(scale),
                          method == "kernel", method, n_iter)
-
-
-# ---------------------------------------------------------------------------------------
-# Initialisation (Lemmas 1 and 2)
-# ---------------------------------------------------------------------------------------
