@@ -68,8 +68,9 @@ class LapS3VMClassifier(LinearLapClassifier):
         one-vs-rest column (with three or more classes divided by the sum over the
         classes), clipped to ``[1/u, 1 − 1/u]``
         (:func:`linlap.solvers.s3vm.start_fraction`) — without the graph the decision
-        values have a single peak, the two-means split is unreliable, and the blend
-        was measured worse than this clipped mean (bench/RESULTS.md, S³VM section).
+        values have a single peak, the two-means split is unreliable, and the blend's
+        error in π was measured larger than this clipped mean's (bench/RESULTS.md,
+        S³VM section).
         'labeled': the labeled rows' class proportions. Otherwise
         proportions in the order of ``classes_`` (or a dict class → proportion); every
         proportion must lie strictly between 0 and 1.
