@@ -147,6 +147,7 @@ def test_linear_clustering_of_documents_multiclass(sparse):
     (dict(n_components=0), "n_components"), (dict(graph="g"), "graph"),
     (dict(normalize_embedding="yes"), "normalize_embedding"),
     (dict(tol=1.0), "tol must be a number strictly between 0 and 1"),
+    (dict(verbose=-3), "verbose"), (dict(verbose="loud"), "verbose"),
     (dict(kernel="rbf", memory_budget=1000), "too large for kernel='rbf'"),
 ])
 def test_bad_parameters(params, match):
@@ -194,3 +195,25 @@ def test_linear_kernel_dimension_error_names_n_clusters_and_a_remedy():
     # a non-linear kernel takes them
     labels = LaplacianSpectralClustering(kernel="rbf", random_state=0).fit(X1).labels_
     assert set(labels) <= {0, 1}
+
+
+def test_lobpcg_cut_short_warns_and_counts_its_iterations():
+    # LOBPCG returns its best iterate when max_iter ends it before tol: a wrong embedding
+    # must not pass silently, and n_iter counts the iterations run (not a history length)
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X, _ = blobs(n=50, d=60, n_classes=3, seed=0, sparse=True, noise=0.5)
+    M = random_laplacian(50, rng, normalized=True)
+    kw = dict(reg=1e-3, scale=1 / np.trace(M), n_components=3, dense_max_features=0,
+              tol=1e-9, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="LOBPCG stopped after 3 iterations"):
+        short = linear_spectral_embedding(X, lambda V: M @ V, max_iter=3, **kw)
+    assert short.n_iter == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        full = linear_spectral_embedding(X, lambda V: M @ V, max_iter=2000, **kw)
+    assert 3 < full.n_iter < 2000
+    assert np.all(short.eigenvalues > full.eigenvalues * (1 + 1e-6))

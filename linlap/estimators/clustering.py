@@ -10,7 +10,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import (check_extreme_values, check_graph_param, check_positive_int,
-                           check_real, check_tol)
+                           check_real, check_tol, check_verbose)
 from ..gram import check_kernel_choice, GramOperator, kernel_product
 from ..solvers.spectral import kernel_spectral_embedding, linear_spectral_embedding
 from ._base import check_in_memory, resolve_graph, store_params
@@ -143,6 +143,7 @@ class LaplacianSpectralClustering(ClusterMixin, TransformerMixin, BaseEstimator)
                              f"{self.normalize_embedding!r}.")
         check_tol(self)
         check_positive_int(self, "max_iter", "memory_budget", "n_init", "dense_max_features")
+        check_verbose(self)
         check_graph_param(self)
 
     def _fit_graph(self, X):

@@ -42,6 +42,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, lobpcg
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from .._validation import is_finite_number
@@ -63,7 +64,8 @@ class SpectralSolution:
     eigenvalues : ndarray of shape (k,)
         λ = R(f) = reg ‖f‖²_K + s fᵀMf, increasing.
     n_iter : int
-        LOBPCG iterations (0 for the dense solve).
+        LOBPCG iterations (0 for the dense solve), counted as its products with the
+        operator after the first.
     method : str
         'dense' or 'lobpcg'.
     """
@@ -135,7 +137,8 @@ def linear_spectral_embedding(X, laplacian_matvec, *, reg, scale, n_components=1
         d up to which the d × d pencil is formed and solved by ``scipy.linalg.eigh``;
         above, LOBPCG on the operators.
     tol, max_iter : LOBPCG residual tolerance and iterations (2k + 2 block vectors,
-        the largest k kept).
+        the largest k kept). LOBPCG returns its best iterate; when the residual norm of
+        a kept vector is still above ``tol`` a ConvergenceWarning says so.
     random_state : int, RandomState or None
         Start block of LOBPCG.
 
@@ -188,7 +191,10 @@ def linear_spectral_embedding(X, laplacian_matvec, *, reg, scale, n_components=1
         Wd, F, lam = _finish(V[:, ::-1], Xmul, mu[::-1], reg, scale, laplacian_matvec)
         return SpectralSolution(Wd, F, lam, 0, "dense")
 
+    n_products = [0]  # products with A: one for the start block, one per iteration
+
     def Aop(V):
+        n_products[0] += 1
         V = V.reshape(d, -1)
         PV = proj(V)
         return proj(XTmul(Xmul(PV)))
@@ -206,13 +212,24 @@ def linear_spectral_embedding(X, laplacian_matvec, *, reg, scale, n_components=1
     block = min(2 * k + 2, d - 1)
     V0 = proj(check_random_state(random_state).standard_normal((d, block)))
     with warnings.catch_warnings():
+        # scipy's own warnings (its dense fallback, its exit before tol) are replaced
+        # by the ConvergenceWarning below, which names the parameters to change
         warnings.simplefilter("ignore", UserWarning)
         # (for d < 5 · block, lobpcg itself falls back to a dense eigh: 2 outputs)
         res = lobpcg(A_op, V0, B=B_op, tol=tol, maxiter=max_iter, largest=True,
                      retResidualNormsHistory=True)
     mu, V = res[0], res[1]
-    n_iter = len(res[2]) if len(res) > 2 else 0
     order = np.argsort(mu)[::-1][:k]
+    n_iter = 0
+    if len(res) > 2:
+        n_iter = min(max(n_products[0] - 1, 0), max_iter)
+        # the last entry of the history: the residual norms of the returned vectors
+        residual = np.asarray(res[2][-1], dtype=np.float64).reshape(-1)[order]
+        if not np.all(residual <= tol):
+            warnings.warn(f"LOBPCG stopped after {n_iter} iterations with residual norms "
+                          f"up to {np.nanmax(residual):.3g} > tol={tol:g} (its best iterate "
+                          f"is returned); increase max_iter, or use a larger reg.",
+                          ConvergenceWarning, stacklevel=2)
     _check_rank(mu[order], k)
     Wd, F, lam = _finish(proj(V[:, order]), Xmul, mu[order], reg, scale, laplacian_matvec)
     return SpectralSolution(Wd, F, lam, n_iter, "lobpcg")
