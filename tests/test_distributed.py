@@ -54,7 +54,10 @@ def test_balance_no_intercept_and_block_lists(client):
     unlabeled = np.setdiff1d(np.arange(X.shape[0]), labeled)
     # a list of in-memory blocks (scattered to the workers) with the class-balance
     # constraint; a dask array without intercept
+    # (repeated unlabeled rows count each time, as in the single-machine constraint)
+    repeated = np.r_[unlabeled, unlabeled[:30]]
     cases = [(csr_row_blocks(X, 4), dict(balance=[0.2, -0.1], unlabeled_rows=unlabeled)),
+             (csr_row_blocks(X, 4), dict(balance=[0.2, -0.1], unlabeled_rows=repeated)),
              (as_dask(csr_row_blocks(X, 5)), dict(fit_intercept=False))]
     for Xin, kw in cases:
         ref = laprls_linear(X, T, labeled, graph.laplacian_matvec, scale=graph.scale_,
@@ -63,10 +66,20 @@ def test_balance_no_intercept_and_block_lists(client):
         np.testing.assert_allclose(sol.coef, ref.coef, rtol=0, atol=1e-8)
         np.testing.assert_allclose(sol.intercept, ref.intercept, rtol=0, atol=1e-8)
         if "balance" in kw:
-            np.testing.assert_allclose(sol.decision[unlabeled].mean(axis=0), [0.2, -0.1],
+            rows = kw["unlabeled_rows"]
+            np.testing.assert_allclose(sol.decision[rows].mean(axis=0), [0.2, -0.1],
                                        atol=1e-9)
         else:
             assert np.all(sol.intercept == 0)
+
+
+def test_balance_rows_checked_as_in_memory(client):
+    X, graph, labeled, T = problem(seed=1)
+    for rows, match in [(np.array([-1, 5]), "indices in"), (np.array([0.7, 5.0]), "row indices"),
+                        (np.array([500]), "indices in")]:
+        with pytest.raises(ValueError, match=match):
+            laprls_fit(csr_row_blocks(X, 2), T, labeled, graph, balance=[0.2, -0.1],
+                       unlabeled_rows=rows, **KW)
 
 
 def test_equals_the_estimator(client):

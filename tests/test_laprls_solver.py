@@ -204,3 +204,17 @@ def test_energy_rule_costs_nothing_when_cg_converges_in_a_few_steps():
     _, vanishing = batched_cg(lambda P: A @ P, B, tol=1e-8, energy_rtol=1e-2,
                               energy_offset=offset / 1.5, max_iter=200)
     assert vanishing.converged.all() and vanishing.n_iter < 200
+
+
+def test_refuses_bad_stopping_parameters_and_balance():
+    X, L, labeled, T = random_problem(k=2, seed=5)
+    unl = np.setdiff1d(np.arange(X.shape[0]), labeled)
+    kw = dict(gamma_A=1e-2, gamma_I=1.0, scale=0.1)
+    for bad in (dict(tol=0.0), dict(tol=-1.0), dict(max_iter=0)):
+        with pytest.raises(ValueError, match="tol must be > 0 and max_iter >= 1"):
+            laprls_linear(X, T, labeled, lambda F: L @ F, **kw, **bad)
+    for balance, match in [([np.nan, 0.2], "balance must be finite"),
+                           ([0.1, 0.2, 0.3], "one value per target column")]:
+        with pytest.raises(ValueError, match=match):
+            laprls_linear(X, T, labeled, lambda F: L @ F, **kw, balance=balance,
+                          unlabeled_rows=unl)

@@ -56,13 +56,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import MAX_ABS_VALUE, is_int
+from ..solvers._problem import unlabeled_weights
 from ..solvers.normal_operator import (NormalOperator, augmented_rows_T, check_block,
                                        select_loss_weights)
 from .halo import apply_block, export_values, halo_sizes, partition_laplacian
 
 __all__ = ["DistributedNormalOperator", "csr_row_blocks", "graph_operator", "check_client",
            "check_dask_layout", "check_numeric_dtype", "block_top", "check_row_block",
-           "verified_blocks"]
+           "verified_blocks", "blocks_for_workers"]
 
 #: A block of iterates larger than this (bytes) is broadcast to the workers once per
 #: product instead of travelling inside each block's task.
@@ -121,10 +122,13 @@ def block_top(Xb):
 def check_row_block(Xb, b, declared=None):
     """Row block ``b`` of X: a 2-D sparse matrix or ndarray of the ``declared`` shape
     (the dask array's chunk), of a numeric dtype, finite and without extreme values
-    (|x| <= 1e30, as the estimators' fit); returns its shape."""
+    (|x| <= 1e30, as the estimators' fit); returns it, a sparse block as CSR (the format
+    the passes and a rechunk's row slices need)."""
     if not (sp.issparse(Xb) or isinstance(Xb, np.ndarray)) or Xb.ndim != 2:
         raise TypeError(f"a row block of X must be a 2-D scipy sparse matrix or ndarray, "
                         f"got {type(Xb).__name__}.")
+    if sp.issparse(Xb) and Xb.format != "csr":
+        Xb = Xb.tocsr()
     if declared is not None and tuple(Xb.shape) != tuple(declared):
         raise ValueError(f"row block {b} has shape {tuple(Xb.shape)}, X.chunks declares "
                          f"{tuple(declared)}.")
@@ -135,14 +139,32 @@ def check_row_block(Xb, b, declared=None):
         raise ValueError(f"X has extreme values (max |x| = {top:.3g} > {MAX_ABS_VALUE:g}, row "
                          f"block {b}): the solvers' sums of squares would overflow. Rescale X "
                          f"(e.g. TF-IDF rows of unit norm).")
-    return tuple(Xb.shape)
+    return Xb
+
+
+def _checked_mask(mask, n_rows):
+    """The loss mask as float64 of shape (n_rows, k), or None."""
+    if mask is None:
+        return None
+    mask = np.asarray(mask, dtype=np.float64)
+    if mask.ndim != 2 or mask.shape[0] != n_rows:
+        raise ValueError(f"mask must have shape (len(rows), k) = ({n_rows}, k), "
+                         f"got {mask.shape}.")
+    return mask
+
+
+def _checked_beta(beta, laplacian_matvec):
+    """β as a float; β ≠ 0 needs the graph product."""
+    beta = float(beta)
+    if beta != 0 and not callable(laplacian_matvec):
+        raise ValueError("laplacian_matvec must be a callable F -> L^p F when beta != 0.")
+    return beta
 
 
 def _verified_block(Xb, block_info=None):
     info = block_info[0]
     declared = tuple(int(e - s) for s, e in info["array-location"])
-    check_row_block(Xb, info["chunk-location"][0], declared)
-    return Xb
+    return check_row_block(Xb, info["chunk-location"][0], declared)
 
 
 def verified_blocks(X):
@@ -150,6 +172,15 @@ def verified_blocks(X):
     are computed, before any rechunking (which would cut or join lying blocks)."""
     check_dask_layout(X)
     return X.map_blocks(_verified_block, dtype=X.dtype, meta=X._meta)
+
+
+def blocks_for_workers(X, n_blocks):
+    """The verified X in at most ``n_blocks`` row blocks: the tasks per product grow with
+    the blocks (and, with the graph on the workers, as blocks² per power of L)."""
+    X = verified_blocks(X)  # each block against X.chunks, before rechunking
+    if X.numblocks[0] > n_blocks:
+        X = X.rechunk({0: -(-X.shape[0] // n_blocks)})
+    return X
 
 
 # -- what runs on the workers ----------------------------------------------------------
@@ -185,15 +216,6 @@ def _backward_with_graph(Xb, Fb, Vb, beta, local_rows, weights, unique, fit_inte
     else:
         np.add.at(U, local_rows, FR)
     return augmented_rows_T(Xb, U, fit_intercept)
-
-
-def _block_meta(Xb):
-    if not (sp.issparse(Xb) or isinstance(Xb, np.ndarray)) or Xb.ndim != 2:
-        raise TypeError(f"a row block of X must be a 2-D scipy sparse matrix or ndarray, "
-                        f"got {type(Xb).__name__}.")
-    if sp.issparse(Xb) and Xb.format != "csr":
-        Xb = Xb.tocsr()
-    return Xb, Xb.shape
 
 
 def _lost(exc):
@@ -262,7 +284,7 @@ class DistributedNormalOperator:
                  mask=None, client=None, retries=2, graph=None, n_blocks=None):
         from distributed import get_client
 
-        if n_blocks is not None and (not isinstance(n_blocks, (int, np.integer)) or n_blocks < 1):
+        if n_blocks is not None and not (is_int(n_blocks) and n_blocks >= 1):
             raise ValueError(f"n_blocks must be a positive int or None, got {n_blocks!r}.")
         self.n_blocks = n_blocks
 
@@ -272,18 +294,12 @@ class DistributedNormalOperator:
             laplacian_matvec = graph.laplacian_matvec
         self.laplacian_matvec = laplacian_matvec
         self.alpha = float(alpha)
-        self.beta = float(beta)
-        if self.beta != 0 and not callable(laplacian_matvec):
-            raise ValueError("laplacian_matvec must be a callable F -> L^p F when beta != 0.")
+        self.beta = _checked_beta(beta, laplacian_matvec)
         self.fit_intercept = bool(fit_intercept)
         if not (is_int(retries) and retries >= 0):
             raise ValueError(f"retries must be an integer >= 0, got {retries!r}.")
         self.retries = int(retries)
-        self.mask = None if mask is None else np.asarray(mask, dtype=np.float64)
-        if self.mask is not None and (self.mask.ndim != 2
-                                      or self.mask.shape[0] != self.rows.size):
-            raise ValueError(f"mask must have shape (len(rows), k) = ({self.rows.size}, k), "
-                             f"got {self.mask.shape}.")
+        self.mask = _checked_mask(mask, self.rows.size)
         self._blocks, sizes, d, self.dtype = self._place(X)
         self.bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
         self.n_samples = int(self.bounds[-1])
@@ -317,15 +333,8 @@ class DistributedNormalOperator:
         new = copy.copy(self)
         new.mask = None
         new.set_rows(rows)
-        if mask is not None:
-            mask = np.asarray(mask, dtype=np.float64)
-            if mask.ndim != 2 or mask.shape[0] != new.rows.size:
-                raise ValueError(f"mask must have shape (len(rows), k) = ({new.rows.size}, k), "
-                                 f"got {mask.shape}.")
-            new.mask = mask
-        new.alpha, new.beta = float(alpha), float(beta)
-        if new.beta != 0 and not callable(new.laplacian_matvec):
-            raise ValueError("laplacian_matvec must be a callable F -> L^p F when beta != 0.")
+        new.mask = _checked_mask(mask, new.rows.size)
+        new.alpha, new.beta = float(alpha), _checked_beta(beta, new.laplacian_matvec)
         new.n_matvec = 0
         return new
 
@@ -338,14 +347,10 @@ class DistributedNormalOperator:
             da = None
         if da is not None and isinstance(X, da.Array):
             check_numeric_dtype(X.dtype)
-            X = verified_blocks(X)  # each block checked on its worker, against X.chunks
             n_blocks = self.n_blocks
             if n_blocks is None:
                 n_blocks = max(sum(client.nthreads().values()), 1)
-            if X.numblocks[0] > n_blocks:
-                # fewer, larger blocks: the tasks per product grow with the blocks (and,
-                # with the graph on the workers, as blocks² per power of L)
-                X = X.rechunk({0: -(-X.shape[0] // n_blocks)})
+            X = blocks_for_workers(X, n_blocks)  # each block checked on its worker
             delayed = list(X.to_delayed()[:, 0])
             futures = client.compute(delayed)
             self._scattered = False
@@ -355,9 +360,7 @@ class DistributedNormalOperator:
         if isinstance(X, (list, tuple)):
             if len(X) == 0:
                 raise ValueError("X must hold at least one row block.")
-            blocks = [_block_meta(b)[0] for b in X]
-            for b, blk in enumerate(blocks):
-                check_row_block(blk, b)
+            blocks = [check_row_block(blk, b) for b, blk in enumerate(X)]
             widths = {b.shape[1] for b in blocks}
             if len(widths) != 1:
                 raise ValueError(f"every row block must have the same number of columns, "
@@ -559,9 +562,7 @@ class DistributedNormalOperator:
 
     def row_mean(self, rows):
         """``[mean of X over rows; 1]`` (the class-balance gradient ``c``)."""
-        U = np.zeros((self.n_samples, 1))
-        U[np.asarray(rows, dtype=np.intp), 0] = 1.0 / len(rows)
-        c = self.backward(U)[:, 0]
+        c = self.backward(unlabeled_weights(self.n_samples, rows)[:, None])[:, 0]
         if self.fit_intercept:
             c[-1] = 1.0
         return c

@@ -50,17 +50,13 @@ def _check_dask_X(X, client):
     non-empty (n booleans, on the client) and their squared norms (n floats)."""
     import dask.array as da
 
-    from ..distributed.operator import check_dask_layout, check_numeric_dtype, verified_blocks
+    from ..distributed.operator import blocks_for_workers, check_dask_layout, check_numeric_dtype
 
     check_dask_layout(X)
     check_numeric_dtype(X.dtype)  # as check_array in memory ("Complex data not supported")
     if X.shape[0] < 2:
         raise ValueError(f"X has {X.shape[0]} rows; at least 2 are needed.")
-    X = verified_blocks(X)  # each block against X.chunks, before rechunking
-    n_blocks = max(sum(client.nthreads().values()), 1)
-    if X.numblocks[0] > n_blocks:
-        X = X.rechunk({0: -(-X.shape[0] // n_blocks)})
-    X = client.persist(X)
+    X = client.persist(blocks_for_workers(X, max(sum(client.nthreads().values()), 1)))
     # NaN, inf and extreme values were refused block by block (verified_blocks)
     stats = da.map_blocks(_block_row_stats, X, chunks=(X.chunks[0], (2,)),
                           dtype=np.float64, meta=np.empty((0, 2))).compute()  # n × 2

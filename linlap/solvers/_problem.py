@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from .._validation import is_finite_number
 
 __all__ = ["LinearSolution", "check_rows_and_targets", "check_weights", "check_problem",
-           "unlabeled_mean", "rows_transpose_product", "pm1_targets", "predict_index",
+           "unlabeled_mean", "unlabeled_weights", "balance_constraint", "rows_transpose_product", "pm1_targets", "predict_index",
            "laplacian_of_ones"]
 
 #: L^p 1 counts as zero (bias free of the graph term) below this fraction of
@@ -100,22 +100,44 @@ class LinearSolution:
         self.history = history or []
 
 
+def unlabeled_weights(n, unlabeled_rows):
+    """The n-vector v with ``vᵀf = (1/u) Σ_{i∈U} f_i``: each of the u indices of U adds
+    1/u to its row (a repeated index counts each time)."""
+    rows = np.asarray(unlabeled_rows)
+    if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
+        raise ValueError("unlabeled_rows must be a 1-D array of row indices.")
+    u = rows.size
+    if u and (rows.min() < 0 or rows.max() >= n):
+        raise ValueError(f"unlabeled_rows must be indices in [0, {n}).")
+    return np.bincount(rows.astype(np.intp), minlength=n) * (1.0 / u)
+
+
 def unlabeled_mean(X, unlabeled_rows, fit_intercept=True):
     """Gradient ``c`` of the class-balance constraint ``(1/u) Σ_{i∈U} f_i = r``.
 
     ``c = [mean of the unlabeled rows; 1]`` so that ``cᵀ z`` is the mean decision
-    value over U. Computed as ``Xᵀ v``, v the indicator of U divided by u: one pass over
+    value over U. Computed as ``Xᵀ v``, v of :func:`unlabeled_weights`: one pass over
     X (:func:`rows_transpose_product`), never densifying X or copying its rows.
     """
-    rows = np.asarray(unlabeled_rows)
-    if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
-        raise ValueError("unlabeled_rows must be a 1-D array of row indices.")
-    n, u = X.shape[0], rows.size
-    if u and (rows.min() < 0 or rows.max() >= n):
-        raise ValueError(f"unlabeled_rows must be indices in [0, {n}).")
-    v = np.bincount(rows.astype(np.intp), minlength=n) * (1.0 / u)
-    c = rows_transpose_product(X, v)
+    c = rows_transpose_product(X, unlabeled_weights(X.shape[0], unlabeled_rows))
     return np.append(c, 1.0) if fit_intercept else c
+
+
+def balance_constraint(X, balance, unlabeled_rows, n_columns, fit_intercept=True,
+                       base_operator=None):
+    """``(r, c)`` of the class-balance constraint ``cᵀz = r`` per target column: r the
+    checked ``balance`` (finite, one value per column), c :func:`unlabeled_mean` (or the
+    operator's ``row_mean`` when X lives behind ``base_operator``)."""
+    if unlabeled_rows is None or len(unlabeled_rows) == 0:
+        raise ValueError("balance needs a non-empty unlabeled_rows.")
+    r = np.asarray(balance, dtype=np.float64).ravel()
+    if r.shape != (n_columns,):
+        raise ValueError(f"balance must have one value per target column ({n_columns}).")
+    if not np.all(np.isfinite(r)):
+        raise ValueError(f"balance must be finite, got {r!r}.")
+    c = (unlabeled_mean(X, unlabeled_rows, fit_intercept) if base_operator is None
+         else base_operator.row_mean(unlabeled_rows))
+    return r, c
 
 
 def rows_transpose_product(X, v):

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from ._problem import (LinearSolution, check_problem, check_rows_and_targets, check_weights,
-                       unlabeled_mean)
+from ._problem import (LinearSolution, balance_constraint, check_problem,
+                       check_rows_and_targets, check_weights)
 from .cg import batched_cg
 from .normal_operator import NormalOperator
 
@@ -95,6 +95,8 @@ def laprls_linear(
         check_weights(gamma_A, gamma_I, scale)
     if gamma_A == 0 and gamma_I == 0:
         raise ValueError("gamma_A and gamma_I cannot both be 0.")
+    if not tol > 0 or max_iter < 1:
+        raise ValueError("tol must be > 0 and max_iter >= 1.")
     if gamma_I > 0 and not callable(laplacian_matvec):
         raise ValueError("laplacian_matvec must be a callable F -> L^p F when gamma_I > 0.")
     l, k = targets.shape
@@ -106,10 +108,8 @@ def laprls_linear(
                                      beta=gamma_I * scale * l)
     B = op.rhs(targets)
     if balance is not None:
-        if unlabeled_rows is None or len(unlabeled_rows) == 0:
-            raise ValueError("balance needs a non-empty unlabeled_rows.")
-        c = (unlabeled_mean(X, unlabeled_rows, fit_intercept) if base_operator is None
-             else base_operator.row_mean(unlabeled_rows))
+        r, c = balance_constraint(X, balance, unlabeled_rows, k, fit_intercept,
+                                  base_operator)
         B = np.hstack([B, c[:, None]])
 
     Z0 = None
@@ -128,7 +128,7 @@ def laprls_linear(
     state = {"Z": Z.copy()}
     if balance is not None:
         Z0_, z1 = Z[:, :k], Z[:, k]
-        nu = (np.asarray(balance, float) - c @ Z0_) / (c @ z1)
+        nu = (r - c @ Z0_) / (c @ z1)
         Z = Z0_ + np.outer(z1, nu)
     F = op.decision(Z)
     d = Z.shape[0] - bool(fit_intercept)

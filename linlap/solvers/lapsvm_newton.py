@@ -14,8 +14,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .normal_operator import NormalOperator
 from .cg import batched_cg
-from ._problem import (LinearSolution, check_problem, check_rows_and_targets, check_weights,
-                       unlabeled_mean)
+from ._problem import (LinearSolution, balance_constraint, check_problem,
+                       check_rows_and_targets, check_weights)
 
 __all__ = ["lapsvm_newton", "lapsvm_objective", "squared_hinge_line_search", "regulariser_line"]
 
@@ -397,13 +397,8 @@ def lapsvm_newton(
 
     c = r = None
     if balance is not None:
-        if unlabeled_rows is None or len(unlabeled_rows) == 0:
-            raise ValueError("balance needs a non-empty unlabeled_rows.")
-        r = np.asarray(balance, dtype=np.float64).ravel()
-        if r.shape != (k,):
-            raise ValueError(f"balance must have one value per target column ({k}).")
-        c = (unlabeled_mean(X, unlabeled_rows, fit_intercept) if base_operator is None
-             else base_operator.row_mean(unlabeled_rows))
+        r, c = balance_constraint(X, balance, unlabeled_rows, k, fit_intercept,
+                                  base_operator)
         # Move to the feasible set (along the bias, else along c): every Newton point
         # is feasible, so every iterate of the line searches stays feasible.
         e = np.zeros(m)
