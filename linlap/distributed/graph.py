@@ -22,7 +22,6 @@ from .._progress import progress
 from .._validation import check_int
 from .operator import check_client, check_dask_layout
 from ..graph import KNNGraph
-from ..graph import reorder as _reorder
 from ..graph import search
 
 __all__ = ["fit_graph"]

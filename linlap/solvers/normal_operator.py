@@ -214,7 +214,6 @@ class NormalOperator:
     def _apply(self, F, Z, columns, out):
         """``out = A Z`` given ``F = X̃ Z``; F is only read."""
         n, c = F.shape
-        d = self.n_features
         ws = self._workspace(c)
         U = self._view("U", n, c)
         coef = self.beta
