@@ -295,9 +295,7 @@ class GramOperator:
 
     def matvec(self, V):
         """Return ``K V`` (float64) for V of shape (n,) or (n, m)."""
-        V = np.asarray(V, dtype=np.float64)
-        vec = V.ndim == 1
-        V2 = V[:, None] if vec else V
+        V, V2, vec = self._coefficients(V)
         self.n_products += 1
         if V2.shape[1] == 0:
             out = np.zeros((self.n, 0))
@@ -312,6 +310,16 @@ class GramOperator:
         return out[:, 0] if vec else out
 
     __call__ = matvec
+
+    def _coefficients(self, V):
+        """V as float64, as 2-D, and whether it was 1-D; one row per training row (the
+        kernels index V by the training rows: a wrong length is no mere shape error)."""
+        V = np.asarray(V, dtype=np.float64)
+        vec = V.ndim == 1
+        V2 = V[:, None] if vec else V
+        if V2.ndim != 2 or V2.shape[0] != self.n:
+            raise ValueError(f"V must have shape ({self.n},) or ({self.n}, m), got {V.shape}.")
+        return V, V2, vec
 
     def diagonal(self):
         """diag(K) in float64, from the row norms (no product)."""
@@ -340,9 +348,7 @@ class GramOperator:
                              f"on {self.X.shape[1]}.")
         if sp.issparse(A) != sp.issparse(self.X):
             A = sp.csr_matrix(A) if sp.issparse(self.X) else A.toarray()
-        V = np.asarray(V, dtype=np.float64)
-        vec = V.ndim == 1
-        V2 = V[:, None] if vec else V
+        V, V2, vec = self._coefficients(V)
         XT = self._XT if sp.issparse(self.X) else None
         out = _product(A, self.X, _row_sq_norms(A), self.sq_norms, self.params, V2, BT=XT)
         return out[:, 0] if vec else out

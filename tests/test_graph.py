@@ -289,6 +289,28 @@ def test_cosine_weight_clipped_at_zero():
     assert np.all(np.isfinite(g.laplacian_matvec(np.ones(4))))
 
 
+def test_subnormal_heat_weights_are_no_edge():
+    # a far node whose heat weights underflow to subnormals (≈ 1e-311) would have a
+    # subnormal degree, and the normalised passes' 1/degree would be inf: such weights
+    # count as no edge, and L^p z of the passes equals scipy's
+    rng = np.random.default_rng(0)
+    n, d = 60, 10
+    X = np.zeros((n, d))
+    X[:, 0] = 1.0
+    X[1:, 1:] = 0.05 * rng.standard_normal((n - 1, d - 1))
+    X[0] = 0.0
+    X[0, 1] = 1.0
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    sigma = np.sqrt((2 - 2 * X[1:] @ X[0]).min() / (2 * 715.0))
+    z = rng.standard_normal(n)
+    for p in (1, 2, 3):
+        g = KNNGraph(n_neighbors=5, weight="heat", heat_sigma=sigma, power=p).fit(X)
+        assert g.adjacency_.data.min() >= np.finfo(np.float64).tiny
+        assert g.degree_[0] == 0  # node 0 lost its edges
+        np.testing.assert_allclose(g.laplacian_matvec(z), g.laplacian_matrix() @ z,
+                                   rtol=1e-12, atol=1e-12)
+
+
 # ----------------------------------------------------------------------------
 # Laplacian
 # ----------------------------------------------------------------------------

@@ -112,6 +112,13 @@ def test_gram_operator_cache_modes_agree(sparse, parallel, monkeypatch):
     # dense new rows against sparse training rows (and vice versa) give the same
     other = Xnew.toarray() if sparse else sp.csr_matrix(Xnew)
     np.testing.assert_allclose(ops["none"].cross(other, V), cross @ V, rtol=1e-10, atol=1e-10)
+    # one coefficient row per training row: the kernels index V by them
+    for op in ops.values():
+        for bad in (V[:-1], np.vstack([V, V[:1]]), V[:3]):
+            with pytest.raises(ValueError, match="V must have shape"):
+                op.matvec(bad)
+            with pytest.raises(ValueError, match="V must have shape"):
+                op.cross(Xnew, bad)
 
 
 def test_default_gamma_is_one_over_n_features():

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from .._atomic import atomic_write
 from .._validation import is_int
 from ..persistence import _has_model_header
+from .weights import MIN_WEIGHT
 
 __all__ = ["save_graph", "load_graph"]
 
@@ -158,8 +159,10 @@ def _check_loaded_arrays(data, params, meta):
         raise ValueError("adjacency arrays are inconsistent (truncated?)")
     if indices.size and (indices.min() < 0 or indices.max() >= n):
         raise ValueError("adjacency column indices out of range")
-    if values.dtype.kind != "f" or not np.all(np.isfinite(values)) or np.any(values <= 0):
-        raise ValueError("adjacency weights must be finite and > 0")
+    if values.dtype.kind != "f" or not np.all(np.isfinite(values)) \
+            or np.any(values < MIN_WEIGHT):
+        raise ValueError(f"adjacency weights must be finite and at least {MIN_WEIGHT:.3g} "
+                         f"(the smallest normal float)")
     W = sp.csr_matrix((values, indices, indptr), shape=(n, n))
     if W.diagonal().any():
         raise ValueError("adjacency has a nonzero diagonal")

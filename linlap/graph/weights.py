@@ -9,6 +9,11 @@ WEIGHTS = ("binary", "heat", "cosine")
 SYMMETRIZE = ("union", "mutual")
 
 
+#: The smallest edge weight kept: the smallest normal float64 (every degree of a node
+#: with an edge is then at least this, and its inverse finite).
+MIN_WEIGHT = float(np.finfo(np.float64).tiny)
+
+
 def weights_matrix(neighbors, distances, weight, heat_sigma, symmetrize):
     """Symmetric weight matrix W (CSR float64) and the heat σ used (or None).
 
@@ -56,6 +61,9 @@ def weights_matrix(neighbors, distances, weight, heat_sigma, symmetrize):
     AT = A.T.tocsr()
     W = A.maximum(AT) if symmetrize == "union" else A.minimum(AT)
     W = sp.csr_matrix(W, dtype=np.float64)
-    W.eliminate_zeros()  # underflowed heat / orthogonal cosine weights: no edge
+    # underflowed heat / orthogonal cosine weights: no edge; so is a subnormal weight,
+    # whose node's degree could be subnormal, and 1/degree (normalised L) infinite
+    W.data[W.data < MIN_WEIGHT] = 0.0
+    W.eliminate_zeros()
     W.sort_indices()
     return W, sigma
