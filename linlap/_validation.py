@@ -13,6 +13,9 @@ __all__ = ["is_int", "is_finite_real", "is_finite_number", "check_int", "check_r
 #: Largest |x| the solvers accept: their sums of squares (‖X p‖², CG's ‖A p‖²) stay far
 #: from float64 overflow below it, and no document feature comes near it.
 MAX_ABS_VALUE = 1e30
+#: Smallest largest-|x| a linear fit accepts: below it the solvers' sums of squares
+#: (‖x‖², CG's pᵀAp) underflow, and the fit would be the zero model without a warning.
+MIN_MAX_ABS_VALUE = 1e-100
 
 
 def is_int(x):
@@ -118,9 +121,10 @@ def check_graph_param(est):
                          f"{type(est.graph).__name__}.")
 
 
-def check_extreme_values(X):
+def check_extreme_values(X, refuse_tiny=False):
     """X has no value of magnitude above ``MAX_ABS_VALUE`` (finite values are checked by
-    scikit-learn's validation before)."""
+    scikit-learn's validation before) and, with ``refuse_tiny`` (a linear fit), is zero
+    or has some value of magnitude at least ``MIN_MAX_ABS_VALUE``."""
     import scipy.sparse as sp
 
     data = X.data if sp.issparse(X) else X
@@ -129,6 +133,11 @@ def check_extreme_values(X):
         raise ValueError(f"X has extreme values (max |x| = {top:.3g} > {MAX_ABS_VALUE:g}): the "
                          f"solvers' sums of squares would overflow to non-finite values. "
                          f"Rescale X (e.g. TF-IDF rows of unit norm).")
+    if refuse_tiny and 0 < top < MIN_MAX_ABS_VALUE:
+        raise ValueError(f"X has only tiny values (max |x| = {top:.3g} < {MIN_MAX_ABS_VALUE:g}):"
+                         f" the solvers' sums of squares would underflow to 0 and the fit "
+                         f"would be the zero model. Rescale X (e.g. TF-IDF rows of unit "
+                         f"norm).")
 
 
 def user_stacklevel():

@@ -181,6 +181,13 @@ def test_extreme_values_raise(Est):
         Est().fit(X * 1e80, semi(y, 10))
     clf = Est().fit(X * 1e10, semi(y, 10))  # large but harmless
     assert np.all(np.isfinite(clf.decision_function(X * 1e10)))
+    # only tiny values: sums of squares underflow, the linear fit would be the zero model
+    # (the kernel classifiers scale K: test_rows_too_small_for_float64)
+    if Est is not KernelLapRLSClassifier:
+        with pytest.raises(ValueError, match="only tiny values"):
+            Est().fit(X * 1e-170, semi(y, 10))
+    clf = Est().fit(X * 1e-90, semi(y, 10))  # small: fitted (the ridge weighs 1e180× more)
+    assert np.all(np.isfinite(clf.decision_function(X * 1e-90)))
 
 
 @pytest.mark.parametrize("label", ['["a"]', '{"x": 1}'])

@@ -306,3 +306,38 @@ def test_shifted_grid_warns_once_for_unconverged_candidates(cls):
         warnings.simplefilter("error", ConvergenceWarning)
         getattr(ms, cls)(gamma_A=[1e-3], gamma_I=[1.0], graph=g, patience=None,
                          tol=1e-6).fit(X, ys, validation=yv)
+
+
+def test_shifted_cg_refuses_nonfinite_data_and_names_a_breakdown():
+    from linlap.solvers.cg import NonFiniteOperatorError
+
+    A = spd(20, seed=6, cond=1e3)
+    B = np.ones((20, 1))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        shifted_cg(lambda P: A @ P, np.full((20, 1), np.nan), [0.0])
+    # an operator that overflows: no silent zero solution, no 'increase max_iter'
+    with pytest.raises(NonFiniteOperatorError, match="non-finite values at iteration 1"):
+        shifted_cg(lambda P: np.full_like(P, np.inf), B, [0.0, 1.0])
+    # an indefinite base (shift -2 on eigenvalues from 1): the systems stop before tol
+    # with pᵀAp <= 0, and the warning says so
+    D = np.diag(np.r_[np.ones(10), 3.0 * np.ones(10)])
+    with pytest.warns(ConvergenceWarning, match=r"pᵀAp <= 0 before tol"):
+        shifted_cg(lambda P: D @ P, np.ones((20, 1)), [-2.0, 1.0], tol=1e-12)
+
+
+def test_batched_cg_refuses_nonfinite_data_and_misshapen_starts():
+    from linlap.solvers import batched_cg
+
+    A = spd(20, seed=7, cond=1e3)
+    B = np.ones((20, 3))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        batched_cg(lambda P: A @ P, np.where(np.eye(20, 3) > 0, np.nan, 1.0))
+    with pytest.raises(ValueError, match="X0 must have the shape of B"):
+        batched_cg(lambda P: A @ P, B, np.ones((3, 20)))  # (a transposed start)
+    with pytest.raises(ValueError, match="X0 has NaN"):
+        batched_cg(lambda P: A @ P, B, np.full((20, 3), np.nan))
+    with pytest.raises(ValueError, match="R0 must have the shape of B"):
+        batched_cg(lambda P: A @ P, B, np.zeros((20, 3)), R0=np.ones(60))
+    D = np.diag(np.r_[np.ones(10), -np.ones(10)])  # indefinite
+    with pytest.warns(ConvergenceWarning, match=r"pᵀAp <= 0 before tol: A is not positive"):
+        batched_cg(lambda P: D @ P, np.ones(20), tol=1e-12)

@@ -431,6 +431,9 @@ def resolve_graph(graph, X, verbose=0, random_state=DEFAULT_GRAPH_SEED):
 
 
 class SemiSupervisedMixin:
+    #: f = Xw + b: X of only tiny values is refused (check_extreme_values); the kernel
+    #: classifiers scale K instead
+    _refuses_tiny_X = True
     """Labels with an unlabeled marker (``self.unlabeled``), the class-balance targets
     (``self.class_prior``), the graph (``self.graph``) and the progress report
     (``self.verbose``) of every linlap classifier."""
@@ -455,7 +458,7 @@ class SemiSupervisedMixin:
         ``X, y, labeled_rows, unlabeled_rows, classes, y_idx``."""
         check_in_memory(self, X)  # (LinearLapClassifier.fit sends dask X to fit_on_dask)
         X = validate_data(self, X, accept_sparse="csr", dtype=dtype, ensure_min_samples=2)
-        check_extreme_values(X)
+        check_extreme_values(X, refuse_tiny=self._refuses_tiny_X)
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target "
                              f"y is None.")

@@ -165,7 +165,7 @@ class LaplacianSpectralClustering(ClusterMixin, TransformerMixin, BaseEstimator)
         check_in_memory(self, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                           ensure_min_samples=3)
-        check_extreme_values(X)
+        check_extreme_values(X, refuse_tiny=self.kernel == "linear")
         n = X.shape[0]
         sign_rule = self.n_components is None and self.n_clusters == 2
         k = 1 if sign_rule else (self.n_components or self.n_clusters)

@@ -97,6 +97,8 @@ class _KernelLapClassifier(SemiSupervisedMixin, ClassifierMixin, BaseEstimator):
     (:class:`~linlap.estimators._base.SemiSupervisedMixin`).
     """
 
+    _refuses_tiny_X = False  # (PCG and the dense solves scale by K's mean diagonal)
+
     _solvers = ()
     _loss = None
 

@@ -110,7 +110,7 @@ def lapsvm_path(X, y, graph, *, rho, unlabeled=-1, kernel=None, fit_intercept=Tr
     if kernel not in (None, "precomputed"):
         raise ValueError(f"kernel must be None or 'precomputed', got {kernel!r}.")
     X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
-    check_extreme_values(X)
+    check_extreme_values(X, refuse_tiny=kernel is None)
     y = column_or_1d(y)
     check_consistent_length(X, y)
     if not (hasattr(graph, "laplacian_matvec") and hasattr(graph, "scale_")):

@@ -125,7 +125,9 @@ def batched_cg(
         lower bound (Strakoš & Tichý 2002) — must be at most ``energy_rtol ·
         |energy_offset − xᵀb − xᵀr|`` (``−xᵀb − xᵀr = 2φ(x)``). A relative residual
         can be small while x is far from x* in an ill-conditioned A; this bounds the
-        objective instead (see :func:`~linlap.solvers.laprls.laprls_linear`).
+        objective instead (see :func:`~linlap.solvers.laprls.laprls_linear`). The rule
+        needs iterations to estimate from: a column whose start (``X0``) already meets
+        ``tol`` does not iterate.
     energy_offset : ndarray of shape (n_columns,), optional
         The constant making ``energy_offset + 2φ(x)`` the objective (times a scale) of
         each column; zeros when omitted (then the reference is ``|2φ(x)| ≈ ‖x*‖²_A``).
@@ -144,7 +146,20 @@ def batched_cg(
     if vector:
         B = B[:, None]
     m, k = B.shape
-    X = np.zeros((m, k)) if X0 is None else np.array(X0, dtype=np.float64).reshape(m, k)
+    if not np.all(np.isfinite(B)):
+        raise ValueError(f"{name}: the right-hand side B has NaN or infinite values.")
+
+    def start(V, what):
+        """X0 or R0 as an (m, k) float64 copy: B's shape (a 1-D B: (m,)), finite."""
+        V = np.array(V, dtype=np.float64)
+        if V.shape != ((m,) if vector else (m, k)):
+            raise ValueError(f"{what} must have the shape of B, "
+                             f"{(m,) if vector else (m, k)}, got {V.shape}.")
+        if not np.all(np.isfinite(V)):
+            raise ValueError(f"{name}: {what} has NaN or infinite values.")
+        return V.reshape(m, k)
+
+    X = np.zeros((m, k)) if X0 is None else start(X0, "X0")
 
     b_norm = np.linalg.norm(B, axis=0)
     # A zero right-hand side has the exact solution 0, whatever the start.
@@ -167,7 +182,7 @@ def batched_cg(
     if R0 is not None:
         if X0 is None:
             raise ValueError("R0 is the residual of X0: pass X0 too.")
-        R = np.array(R0, dtype=np.float64).reshape(m, k)
+        R = start(R0, "R0")
         R[:, zero_rhs] = 0.0  # X is 0 there
     elif X0 is not None:
         R = B - apply(X, np.arange(k), np.empty((m, k)))
@@ -178,6 +193,7 @@ def batched_cg(
     rel = np.linalg.norm(R, axis=0) / b_norm
     rel[zero_rhs] = 0.0
     active = rel > tol
+    broke = np.zeros(k, dtype=bool)  # stopped by pᵀAp <= 0
     history = []
     n_iter = 0
     if energy_rtol is not None:
@@ -245,6 +261,7 @@ def batched_cg(
         if not ok.all():
             positions = np.flatnonzero(ok)
             active[cols[~ok]] = False
+            broke[cols[~ok]] = True
             APa_ok = APa[:, ok].copy()
             pAp[: ok.sum()] = pAp[:na][ok]
             freeze(ok)
@@ -287,10 +304,15 @@ def batched_cg(
     if energy_rtol is not None:
         converged &= ~active  # a column still running did not meet the energy rule
     if warn and not converged.all():
+        broken = broke & ~converged
+        why = ("; increase max_iter or loosen tol" if not broken.all() else "")
+        if broken.any():
+            why += (f"; {int(broken.sum())} column(s) stopped with pᵀAp <= 0 before tol: "
+                    f"A is not positive definite along them (or round-off ends them)")
         warnings.warn(
             f"{name} did not converge: relative residual {rel.max():.3g} (tol={tol:g}"
             f"{'' if energy_rtol is None else ', and the objective rule'}) after "
-            f"{n_iter} iterations; increase max_iter or loosen tol.",
+            f"{n_iter} iterations{why}.",
             ConvergenceWarning,
             stacklevel=2,
         )

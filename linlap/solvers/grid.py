@@ -157,9 +157,9 @@ def laprls_grid(
     running = ~(converged | stopped)
     if warn and running.any():
         warnings.warn(f"LapRLS grid CG did not converge: relative residual "
-                      f"{residual[running].max():.3g} > tol={tol:g} after max_iter={max_iter} "
-                      f"iterations; increase max_iter or loosen tol.", ConvergenceWarning,
-                      stacklevel=2)
+                      f"{residual[running].max():.3g} > tol={tol:g} after "
+                      f"{n_iter_shift[running].max()} iterations (max_iter={max_iter}); "
+                      f"increase max_iter or loosen tol.", ConvergenceWarning, stacklevel=2)
     return coef, intercept, ShiftedCGInfo(n_iter, n_iter_shift, residual, converged, stopped)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._numba.cg import shifted_cg_step
+from .cg import NonFiniteOperatorError
 from .normal_operator import accepts_keyword
 
 __all__ = ["shifted_cg", "ShiftedCGInfo"]
@@ -99,6 +100,8 @@ def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, warn
     B = np.asarray(B, dtype=np.float64)
     if B.ndim != 2:
         raise ValueError(f"B must have shape (m, k), got {B.shape}.")
+    if not np.all(np.isfinite(B)):
+        raise ValueError(f"{name}: the right-hand side B has NaN or infinite values.")
     m, k = B.shape
     S = np.asarray(shifts, dtype=np.float64)
     if S.ndim == 1:
@@ -144,14 +147,26 @@ def shifted_cg(matvec, B, shifts, *, tol=1e-6, max_iter=1000, monitor=None, warn
     while t < max_iter and active.any():
         apply(P, AP)
         t += 1
+        running = active.any(axis=0)
+        if not np.all(np.isfinite(AP[:, running])):
+            raise NonFiniteOperatorError(
+                f"{name}: the operator returned non-finite values at iteration {t}: A "
+                f"overflows float64 — e.g. a Laplacian power too large (L^p's eigenvalues "
+                f"reach 2^p), or weights or values of X too large.")
         shifted_cg_step(X, Ps, P, R, AP, rr, zeta, zeta_old, alpha_old, beta_old, delta, active,
                    b_norm, tol, t, residual, n_iter_shift, converged)
         if monitor is not None and active.any():
             stop = np.asarray(monitor(t, X, active.copy()), dtype=bool) & active
             stopped |= stop
             active &= ~stop
-    if warn and active.any():
-        warnings.warn(f"{name} did not converge: relative residual {residual[active].max():.3g}"
-                      f" > tol={tol:g} after {t} iterations; increase max_iter or loosen tol.",
-                      ConvergenceWarning, stacklevel=2)
+    unfinished = ~(converged | stopped)  # still running at max_iter, or pᵀAp <= 0
+    if warn and unfinished.any():
+        broken = unfinished & ~active
+        why = "; increase max_iter or loosen tol" if active.any() else ""
+        if broken.any():
+            why += (f"; {int(broken.sum())} system(s) stopped with pᵀAp <= 0 before tol: the "
+                    f"base operator is not positive definite (or round-off ends them)")
+        warnings.warn(f"{name} did not converge: relative residual "
+                      f"{residual[unfinished].max():.3g} > tol={tol:g} after {t} "
+                      f"iterations{why}.", ConvergenceWarning, stacklevel=2)
     return X, ShiftedCGInfo(t, n_iter_shift, residual, converged, stopped)
